@@ -1,0 +1,115 @@
+/**
+ * JSON that keeps 64-bit integers exact. Iceberg snapshot IDs are random 63-bit numbers, which
+ * `JSON.parse` would round. Integers outside the safe range parse as `bigint`; `bigint` values
+ * serialize as plain JSON numbers.
+ */
+
+export type JsonValue = null | boolean | number | bigint | string | JsonValue[] | { [key: string]: JsonValue };
+
+export function parseJson(text: string, source = 'json'): any {
+  let i = 0;
+  const fail = (what: string): never => {
+    const before = text.slice(0, i);
+    const line = before.split('\n').length;
+    const column = i - before.lastIndexOf('\n');
+    throw new SyntaxError(`${source}: ${what} at line ${line}, column ${column}`);
+  };
+  const ws = () => {
+    while (i < text.length) {
+      const c = text.charCodeAt(i);
+      if (c === 32 || c === 10 || c === 13 || c === 9) i++;
+      else break;
+    }
+  };
+  const value = (): any => {
+    ws();
+    const c = text[i];
+    if (c === '{') {
+      i++;
+      const obj: Record<string, any> = {};
+      ws();
+      if (text[i] === '}') { i++; return obj; }
+      for (;;) {
+        ws();
+        if (text[i] !== '"') fail(`expected '"' but found ${JSON.stringify(text[i] ?? 'end of input')}`);
+        const key = string();
+        ws();
+        if (text[i] !== ':') fail(`expected ':' but found ${JSON.stringify(text[i] ?? 'end of input')}`);
+        i++;
+        obj[key] = value();
+        ws();
+        if (text[i] === ',') { i++; continue; }
+        if (text[i] === '}') { i++; return obj; }
+        fail(`expected ',' or '}' but found ${JSON.stringify(text[i] ?? 'end of input')}`);
+      }
+    }
+    if (c === '[') {
+      i++;
+      const arr: any[] = [];
+      ws();
+      if (text[i] === ']') { i++; return arr; }
+      for (;;) {
+        arr.push(value());
+        ws();
+        if (text[i] === ',') { i++; continue; }
+        if (text[i] === ']') { i++; return arr; }
+        fail(`expected ',' or ']' but found ${JSON.stringify(text[i] ?? 'end of input')}`);
+      }
+    }
+    if (c === '"') return string();
+    if (c === 't' && text.startsWith('true', i)) { i += 4; return true; }
+    if (c === 'f' && text.startsWith('false', i)) { i += 5; return false; }
+    if (c === 'n' && text.startsWith('null', i)) { i += 4; return null; }
+    return number();
+  };
+  const string = (): string => {
+    const start = i;
+    i++;
+    let simple = true;
+    while (i < text.length) {
+      const c = text.charCodeAt(i);
+      if (c === 34) break;
+      if (c === 92) { simple = false; i += 2; continue; }
+      i++;
+    }
+    if (i >= text.length) fail('unterminated string');
+    i++;
+    const raw = text.slice(start, i);
+    return simple ? raw.slice(1, -1) : JSON.parse(raw);
+  };
+  const number = (): number | bigint => {
+    const m = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?/.exec(text.slice(i, i + 400));
+    if (!m) fail(`unexpected ${JSON.stringify(text[i] ?? 'end of input')}`);
+    const raw = m![0];
+    i += raw.length;
+    if (m![2] === undefined && m![3] === undefined) {
+      const n = Number(raw);
+      return Number.isSafeInteger(n) ? n : BigInt(raw);
+    }
+    return Number(raw);
+  };
+  const result = value();
+  ws();
+  if (i < text.length) fail(`unexpected ${JSON.stringify(text[i])} after the value`);
+  return result;
+}
+
+/** `JSON.stringify` that writes `bigint` as a number; `indent` as in `JSON.stringify`. */
+export function stringifyJson(value: unknown, indent?: number): string {
+  const marks = new Map<string, string>();
+  let n = 0;
+  const text = JSON.stringify(
+    value,
+    (_k, v) => {
+      if (typeof v === 'bigint') {
+        const mark = `\u0000bigint${n++}\u0000`;
+        marks.set(mark, v.toString());
+        return mark;
+      }
+      return v;
+    },
+    indent,
+  );
+  if (marks.size === 0) return text;
+  return text.replace(/"\\u0000bigint\d+\\u0000"/g, (m) => marks.get(JSON.parse(m))!);
+}

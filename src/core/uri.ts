@@ -1,0 +1,51 @@
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { invalidInput } from './errors.ts';
+
+/**
+ * Locations. Iceberg metadata holds absolute URIs (`file:///abs/path`, `s3://bucket/key`); the
+ * ObjectStore works with store-relative keys. A location is always a URI string without a
+ * trailing slash.
+ */
+
+export function isUri(s: string): boolean {
+  return /^[a-zA-Z][a-zA-Z0-9+.-]*:\/\//.test(s) || s.startsWith('file:/');
+}
+
+/** An absolute local path to a `file://` URI (no trailing slash). */
+export function fileUri(localPath: string): string {
+  return pathToFileURL(localPath).href.replace(/\/+$/, '');
+}
+
+/** A `file:` URI (or a plain absolute path) to a local path. */
+export function localPath(uri: string): string {
+  if (uri.startsWith('file:')) {
+    // Accept the forms other engines write: file:/a/b, file:///a/b.
+    const normalized = uri.replace(/^file:\/*/, 'file:///');
+    return fileURLToPath(normalized);
+  }
+  if (uri.startsWith('/')) return uri;
+  throw invalidInput(`uri: expected a file: URI or an absolute path, found ${JSON.stringify(uri)}`);
+}
+
+/** Join a location and a relative path with exactly one slash. */
+export function joinUri(base: string, ...parts: string[]): string {
+  let out = base.replace(/\/+$/, '');
+  for (const p of parts) {
+    if (p === '') continue;
+    out += '/' + p.replace(/^\/+/, '');
+  }
+  return out;
+}
+
+/** The part of `uri` below `root`, or undefined when `uri` is not inside `root`. */
+export function relativeTo(root: string, uri: string): string | undefined {
+  const r = root.replace(/\/+$/, '') + '/';
+  if (uri.startsWith(r)) return uri.slice(r.length);
+  // file:/x and file:///x name the same place.
+  if (root.startsWith('file:') && uri.startsWith('file:')) {
+    const a = localPath(root).replace(/\/+$/, '') + '/';
+    const b = localPath(uri);
+    if (b.startsWith(a)) return b.slice(a.length);
+  }
+  return undefined;
+}

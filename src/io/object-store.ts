@@ -1,0 +1,36 @@
+/**
+ * The storage contract every backend implements (DESIGN.md §7). Paths are keys relative to the
+ * store's root, `/`-separated, never starting with `/`. One contract test suite
+ * (`test/io/object-store-contract.ts`) checks every MUST on every backend.
+ */
+export interface ObjectMeta {
+  path: string;
+  size: number;
+  /** Last modification, epoch milliseconds. */
+  modified: number;
+}
+
+export interface ObjectStore {
+  /** The URI of the store's root (`file:///abs/dir`, `s3://bucket/prefix`), no trailing slash. */
+  readonly root: string;
+  /** MUST throw a TwinlakeError of kind `not-found` when the path does not exist. */
+  get(path: string, range?: { offset: number; length: number }): Promise<Uint8Array>;
+  /** undefined when the path does not exist. */
+  head(path: string): Promise<{ size: number; modified: number } | undefined>;
+  /** MAY overwrite. A reader never sees a partially written object. */
+  put(path: string, body: Uint8Array | string): Promise<void>;
+  /**
+   * Atomic create-only write. MUST return false when the path exists and MUST never overwrite;
+   * exactly one of several concurrent callers for one path gets true.
+   */
+  putIfAbsent(path: string, body: Uint8Array | string): Promise<boolean>;
+  /** Every object whose path starts with `prefix`, sorted by path. */
+  list(prefix: string): AsyncIterable<ObjectMeta>;
+  /** Idempotent: deleting a missing path succeeds. */
+  delete(path: string): Promise<void>;
+  /**
+   * For stores on local disk: the absolute local path of a key, so the engine can write data files
+   * in place. Other stores return undefined and the engine writes through a temporary file.
+   */
+  localPath?(path: string): string | undefined;
+}
