@@ -1,4 +1,3 @@
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import { invalidInput } from './errors.ts';
 
 /**
@@ -11,17 +10,21 @@ export function isUri(s: string): boolean {
   return /^[a-zA-Z][a-zA-Z0-9+.-]*:\/\//.test(s) || s.startsWith('file:/');
 }
 
-/** An absolute local path to a `file://` URI (no trailing slash). */
+/**
+ * An absolute local path to a `file://` URI (no trailing slash). The path is kept as is, not
+ * percent-encoded: Iceberg and Delta engines write `file:` locations raw, and a location must read
+ * back as the same string it was written as.
+ */
 export function fileUri(localPath: string): string {
-  return pathToFileURL(localPath).href.replace(/\/+$/, '');
+  if (!localPath.startsWith('/')) throw invalidInput(`uri: expected an absolute path, found ${JSON.stringify(localPath)}`);
+  return ('file://' + localPath).replace(/\/+$/, '');
 }
 
 /** A `file:` URI (or a plain absolute path) to a local path. */
 export function localPath(uri: string): string {
   if (uri.startsWith('file:')) {
     // Accept the forms other engines write: file:/a/b, file:///a/b.
-    const normalized = uri.replace(/^file:\/*/, 'file:///');
-    return fileURLToPath(normalized);
+    return uri.replace(/^file:\/*/, '/');
   }
   if (uri.startsWith('/')) return uri;
   throw invalidInput(`uri: expected a file: URI or an absolute path, found ${JSON.stringify(uri)}`);

@@ -1,0 +1,191 @@
+import { createReadStream } from 'node:fs';
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import type { Command } from 'commander';
+import { invalidInput } from '../core/errors.ts';
+import { parseJson, stringifyJson } from '../core/json.ts';
+import { Lakehouse } from '../table/lakehouse.ts';
+import { parseInputFormat, type WriteInput } from '../table/input.ts';
+import type { ReadOptions } from '../table/table.ts';
+import type { ReadPlan } from '../table/reader.ts';
+import type { StructType } from '../spec/iceberg/types.ts';
+import { formatTable, printDescription, printHistory } from './format.ts';
+import { runQuickstart } from './quickstart.ts';
+import { withProgress } from './progress.ts';
+
+interface GlobalOptions {
+  warehouse?: string;
+  config?: string;
+}
+
+async function openLakehouse(cmd: Command): Promise<Lakehouse> {
+  const opts = cmd.optsWithGlobals<GlobalOptions>();
+  let warehouse = opts.warehouse;
+  if (opts.config) {
+    const text = await readFile(opts.config, 'utf8').catch((e) => {
+      throw invalidInput(`config: cannot read ${opts.config} (${(e as Error).message})`);
+    });
+    const config = parseJson(text, opts.config) as { warehouse?: string };
+    warehouse ??= config.warehouse;
+  }
+  return Lakehouse.open({ warehouse: warehouse ?? process.env.TWINLAKE_WAREHOUSE ?? './warehouse' });
+}
+
+async function using<T>(cmd: Command, fn: (lake: Lakehouse) => Promise<T>): Promise<T> {
+  const lake = await openLakehouse(cmd);
+  try {
+    return await fn(lake);
+  } finally {
+    await lake.close();
+  }
+}
+
+function out(line: string): void {
+  process.stdout.write(line + '\n');
+}
+
+function parseTravel(o: { snapshot?: string; version?: string; asOf?: string }): ReadOptions {
+  const travel: ReadOptions = {};
+  if (o.snapshot !== undefined) {
+    if (!/^-?\d+$/.test(o.snapshot)) throw invalidInput(`read: --snapshot expects a snapshot ID, found ${JSON.stringify(o.snapshot)}`);
+    travel.snapshotId = BigInt(o.snapshot);
+  }
+  if (o.version !== undefined) {
+    if (!/^\d+$/.test(o.version)) throw invalidInput(`read: --version expects a Delta version number, found ${JSON.stringify(o.version)}`);
+    travel.version = Number(o.version);
+  }
+  if (o.asOf !== undefined) travel.asOf = o.asOf;
+  return travel;
+}
+
+/** A table argument is a path when it contains a slash or names an existing directory. */
+async function isPathArgument(arg: string): Promise<boolean> {
+  if (arg.includes('/') || arg.startsWith('file:')) return true;
+  return (await stat(arg).catch(() => undefined))?.isDirectory() ?? false;
+}
+
+export function registerCommands(program: Command): void {
+  program
+    .command('quickstart')
+    .description('write a realistic sample (100k events) into analytics.events and read it back through both formats')
+    .option('--rows <n>', 'number of events', '100000')
+    .action(async (o: { rows: string }, cmd: Command) => {
+      await using(cmd, (lake) => runQuickstart(lake, Number(o.rows), out));
+    });
+
+  program
+    .command('write')
+    .description('write records into a table (created on first write) as Iceberg and Delta')
+    .argument('<table>', 'namespace.table')
+    .requiredOption('--input <file>', "input file, or '-' for standard input")
+    .option('--input-format <format>', 'ndjson | json | csv | parquet (default: from the file extension)')
+    .option('--mode <mode>', 'append | overwrite', 'append')
+    .option('--schema <file>', 'declared schema (Iceberg JSON struct) instead of inference')
+    .option('--formats <list>', 'for a new table: iceberg,delta (default both), iceberg or delta')
+    .option('--json', 'print the result as JSON')
+    .action(async (table: string, o: { input: string; inputFormat?: string; mode: string; schema?: string; formats?: string; json?: boolean }, cmd: Command) => {
+      if (o.mode !== 'append' && o.mode !== 'overwrite') throw invalidInput(`write: --mode must be append or overwrite, found ${JSON.stringify(o.mode)}`);
+      const format = o.inputFormat ? parseInputFormat(o.inputFormat) : undefined;
+      let input: WriteInput;
+      if (o.input === '-') {
+        if (!format) throw invalidInput("write: --input - (standard input) needs --input-format");
+        input = { stream: process.stdin, format, name: 'standard input' };
+      } else {
+        input = { path: o.input, format };
+      }
+      let schema: StructType | undefined;
+      if (o.schema) schema = parseJson(await readFile(o.schema, 'utf8'), o.schema) as StructType;
+      const label = o.input === '-' ? 'standard input' : o.input;
+      const size = o.input === '-' ? undefined : (await stat(o.input).catch(() => undefined))?.size;
+      await using(cmd, async (lake) => {
+        const result = await withProgress(`writing ${label}`, size, () =>
+          lake.table(table).write(input, { mode: o.mode as 'append' | 'overwrite', schema, formats: o.formats?.split(',') as never }),
+        );
+        if (o.json) return out(stringifyJson(result));
+        out(`${result.created ? 'created' : 'wrote'} ${result.table} (${result.mode})`);
+        out(`  iceberg snapshot  ${result.snapshotId}`);
+        if (result.deltaVersion !== undefined) out(`  delta version     ${result.deltaVersion}${result.deltaCommitted ? '' : ' (pending: repaired by the next write)'}`);
+        out(`  files             ${result.files}`);
+        out(`  rows              ${result.rows}`);
+        out(`  bytes             ${result.bytes}`);
+      });
+    });
+
+  program
+    .command('read')
+    .description('read a table by name or by path (any writer), current or at a past version')
+    .argument('<table>', 'namespace.table, or a table directory')
+    .option('--format <format>', 'iceberg | delta (default: iceberg when present)')
+    .option('--snapshot <id>', 'iceberg snapshot ID')
+    .option('--version <n>', 'delta version')
+    .option('--as-of <time>', 'ISO-8601 time or epoch milliseconds')
+    .option('--limit <n>', 'at most N rows')
+    .option('--output <format>', 'ndjson | csv | table (default: table on a terminal, else ndjson)')
+    .action(async (table: string, o: { format?: string; snapshot?: string; version?: string; asOf?: string; limit?: string; output?: string }, cmd: Command) => {
+      const format = o.format as 'iceberg' | 'delta' | undefined;
+      if (format !== undefined && format !== 'iceberg' && format !== 'delta') throw invalidInput(`read: --format must be iceberg or delta, found ${JSON.stringify(o.format)}`);
+      const output = o.output ?? (process.stdout.isTTY ? 'table' : 'ndjson');
+      if (!['ndjson', 'csv', 'table'].includes(output)) throw invalidInput(`read: --output must be ndjson, csv or table, found ${JSON.stringify(output)}`);
+      const limit = o.limit !== undefined ? Number(o.limit) : undefined;
+      if (limit !== undefined && (!Number.isInteger(limit) || limit < 0)) throw invalidInput(`read: --limit expects a whole number, found ${JSON.stringify(o.limit)}`);
+      const opts: ReadOptions = { ...parseTravel(o), format, limit };
+      const byPath = await isPathArgument(table);
+      await using(cmd, async (lake) => {
+        if (output === 'table') {
+          const rows = byPath ? await lake.readPath(table, { ...opts, limit: limit ?? 100 }) : await lake.table(table).read({ ...opts, limit: limit ?? 100 });
+          out(formatTable(rows));
+          return;
+        }
+        const dir = await mkdtemp(join(tmpdir(), 'twinlake-read-'));
+        try {
+          const file = join(dir, output === 'csv' ? 'out.csv' : 'out.ndjson');
+          const kind = output === 'csv' ? 'csv' : 'json';
+          const plan: ReadPlan = byPath ? await lake.exportPath(table, file, { ...opts, output: kind }) : await lake.table(table).export(file, { ...opts, output: kind });
+          void plan;
+          await pipeline(createReadStream(file), process.stdout, { end: false });
+        } finally {
+          await rm(dir, { recursive: true, force: true });
+        }
+      });
+    });
+
+  program
+    .command('history')
+    .description('snapshots of a table with their Delta versions, newest first')
+    .argument('<table>', 'namespace.table')
+    .option('--json', 'print as JSON')
+    .action(async (table: string, o: { json?: boolean }, cmd: Command) => {
+      await using(cmd, async (lake) => {
+        const history = await lake.table(table).history();
+        if (o.json) out(stringifyJson(history, 2));
+        else out(printHistory(history));
+      });
+    });
+
+  program
+    .command('tables')
+    .description('list the tables in the catalog')
+    .option('--json', 'print as JSON')
+    .action(async (o: { json?: boolean }, cmd: Command) => {
+      await using(cmd, async (lake) => {
+        const tables = await lake.listTables();
+        if (o.json) out(JSON.stringify(tables));
+        else for (const t of tables) out(t);
+      });
+    });
+
+  program
+    .command('describe')
+    .description('location, formats, schema with field IDs, properties, snapshot and version, files and bytes')
+    .argument('<table>', 'namespace.table')
+    .option('--json', 'print as JSON')
+    .action(async (table: string, o: { json?: boolean }, cmd: Command) => {
+      await using(cmd, async (lake) => {
+        const d = await lake.table(table).describe();
+        if (o.json) out(stringifyJson(d, 2));
+        else out(printDescription(d));
+      });
+    });
+}

@@ -1,0 +1,31 @@
+import { Command, Option } from 'commander';
+import { errorMessage } from '../core/errors.ts';
+import { TWINLAKE_VERSION } from '../table/version.ts';
+import { registerCommands } from './commands.ts';
+
+/**
+ * The `twinlake` command. Thin: parse arguments, call the library, format the result. Exit 0 on
+ * success; on failure one line on stderr and a non-zero exit.
+ */
+const program = new Command();
+program
+  .name('twinlake')
+  .description('Write Parquet once; commit it as an Apache Iceberg table and a Delta Lake table together.')
+  .version(TWINLAKE_VERSION)
+  .addOption(new Option('--warehouse <dir>', 'warehouse directory (local warehouse + embedded catalog)'))
+  .addOption(new Option('--config <file>', 'JSON config file: {"warehouse": "..."}'))
+  .showHelpAfterError(false)
+  .configureOutput({ outputError: () => {} })
+  .exitOverride();
+
+registerCommands(program);
+
+try {
+  await program.parseAsync(process.argv);
+} catch (e) {
+  const err = e as { code?: string; exitCode?: number };
+  if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') process.exit(0);
+  const message = errorMessage(e).replace(/^error: /, '').split('\n')[0];
+  process.stderr.write(`twinlake: ${message}\n`);
+  process.exit(typeof err.exitCode === 'number' && err.exitCode !== 0 ? err.exitCode : 1);
+}

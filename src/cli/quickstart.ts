@@ -1,0 +1,86 @@
+import { createWriteStream } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { finished } from 'node:stream/promises';
+import { parseTableIdentifier } from '../catalog/catalog.ts';
+import { scanRelationSql } from '../engine/read-scan.ts';
+import type { Lakehouse } from '../table/lakehouse.ts';
+
+const REGIONS = ['us-east', 'us-west', 'eu-central', 'eu-west', 'ap-south', 'ap-northeast', 'sa-east'];
+const DEVICES = ['ios', 'android', 'web', 'desktop'];
+const EVENTS = ['view', 'click', 'add_to_cart', 'purchase', 'signup'];
+
+/** A deterministic pseudo-random sequence, so every quickstart writes the same sample. */
+function rng(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export async function runQuickstart(lake: Lakehouse, rows: number, out: (line: string) => void): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), 'twinlake-quickstart-'));
+  try {
+    const path = join(dir, 'events.ndjson');
+    const file = createWriteStream(path);
+    const rand = rng(42);
+    const start = Date.UTC(2026, 0, 1);
+    let buf = '';
+    for (let i = 1; i <= rows; i++) {
+      const ts = new Date(start + Math.floor(rand() * 30 * 86400_000) * 1 + (i % 1000) / 1000).toISOString();
+      const event = {
+        id: i,
+        ts,
+        user: `user_${Math.floor(rand() * 5000)}`,
+        region: REGIONS[Math.floor(rand() * REGIONS.length)],
+        event: EVENTS[Math.floor(rand() * EVENTS.length)],
+        amount: Math.round(rand() * 50000) / 100,
+        attributes: {
+          device: DEVICES[Math.floor(rand() * DEVICES.length)],
+          session: Math.floor(rand() * 1e9),
+          tags: rand() < 0.3 ? ['promo', 'returning'] : ['organic'],
+        },
+      };
+      buf += JSON.stringify(event) + '\n';
+      if (buf.length > 1 << 20) {
+        if (!file.write(buf)) await new Promise<void>((r) => file.once('drain', () => r()));
+        buf = '';
+      }
+    }
+    file.end(buf);
+    await finished(file);
+
+    const table = lake.table('analytics.events');
+    const result = await table.append({ path, format: 'ndjson' });
+    const desc = await table.describe();
+    const viaIceberg = await countRows(lake, 'iceberg');
+    const viaDelta = await countRows(lake, 'delta');
+    const tableDir = desc.location.replace(/^file:\/\//, '');
+    const { metadataLocation } = await lake.catalog.loadTable(parseTableIdentifier('analytics.events'));
+    out(`wrote ${result.rows} events into analytics.events (snapshot ${result.snapshotId}, delta version ${result.deltaVersion})`);
+    out(`  location        ${desc.location}`);
+    out(`  table rows      ${desc.records} (${desc.files} data files, ${desc.bytes} bytes)`);
+    out(`  read (iceberg)  ${viaIceberg} rows`);
+    out(`  read (delta)    ${viaDelta} rows`);
+    out('');
+    out('query it:');
+    out(`  twinlake read analytics.events --limit 5 --format delta`);
+    out(`  duckdb -c "SELECT region, count(*) FROM read_parquet('${tableDir}/data/*.parquet') GROUP BY 1"`);
+    out(`  spark.read.format("delta").load("${tableDir}").groupBy("region").count().show()`);
+    out(`  StaticTable.from_metadata("${metadataLocation}").scan().to_arrow()   # pyiceberg`);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+async function countRows(lake: Lakehouse, format: 'iceberg' | 'delta'): Promise<number> {
+  const plan = await lake.table('analytics.events').plan({ format });
+  const session = await lake.session();
+  const rows = await session.all(`SELECT count(*)::BIGINT AS n FROM (${scanRelationSql(plan.task)})`);
+  return Number((rows[0] as { n: bigint | number }).n);
+}

@@ -1,0 +1,30 @@
+/**
+ * Twinlake: write Parquet once, commit it as an Apache Iceberg table and a Delta Lake table at the
+ * same time.
+ *
+ * @example
+ * import { Lakehouse } from 'twinlake';
+ *
+ * const lake = await Lakehouse.open({ warehouse: './warehouse' });
+ * const events = lake.table('analytics.events');
+ * const result = await events.append([
+ *   { id: 1, ts: '2026-01-01T10:00:00Z', user: 'ada', amount: 12.5 },
+ *   { id: 2, ts: '2026-01-01T10:00:01Z', user: 'linus', amount: 3 },
+ * ]);
+ * console.log(result.snapshotId, result.deltaVersion);
+ * console.log(await events.read({ format: 'delta' }));
+ * await lake.close();
+ */
+export { Lakehouse, type LakehouseOptions } from './table/lakehouse.ts';
+export { Table, type ReadOptions, type HistoryEntry, type TableDescription } from './table/table.ts';
+export type { WriteOptions, WriteResult, WriteMode } from './table/writer.ts';
+export type { WriteInput, InputFormat, Row } from './table/input.ts';
+export type { ReadPlan, ReadFormat, TimeTravel } from './table/reader.ts';
+export type { TableFormat } from './table/table-properties.ts';
+export { TwinlakeError, type ErrorKind } from './core/errors.ts';
+export type { Catalog, TableIdentifier } from './catalog/catalog.ts';
+export { SqlCatalog } from './catalog/sql-catalog.ts';
+export type { ObjectStore, ObjectMeta } from './io/object-store.ts';
+export { LocalStore } from './io/local-store.ts';
+export { MemoryStore } from './io/memory-store.ts';
+export type { Schema, StructType, NestedField, IcebergType, TableMetadata, Snapshot } from './spec/iceberg/types.ts';

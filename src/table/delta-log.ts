@@ -1,0 +1,235 @@
+import { dataInvalid, invalidInput, isTwinlakeError, notFound, unsupported } from '../core/errors.ts';
+import { isUri, joinUri, relativeTo } from '../core/uri.ts';
+import type { ObjectStore } from '../io/object-store.ts';
+import { type Action, type CommitInfo, commitPath, parseCommit, parseLogFileName, serializeCommit } from '../spec/delta/actions.ts';
+import { type LastCheckpoint, checkpointSidecars, decodeCheckpoint, decodeCheckpointParquet, parseLastCheckpoint, resolveSidecars } from '../spec/delta/checkpoint.ts';
+import { parsePartitionValue } from '../spec/delta/partition-values.ts';
+import { type DeltaSnapshot, type ReplayCommit, checkReadSupported, decodePath, listLogSegment, replay } from '../spec/delta/replay.ts';
+import { columnMappingMode, fromDeltaSchema } from '../spec/delta/schema.ts';
+import { parseStats } from '../spec/delta/stats.ts';
+import type { LiteralValue, ScanFile, ScanTask } from '../spec/scan-task.ts';
+
+/**
+ * Reading and writing a Delta log through an ObjectStore. `tableRoot` is the table's key prefix in
+ * the store ('' when the store is rooted at the table).
+ */
+
+function logPrefix(tableRoot: string): string {
+  return tableRoot === '' ? '_delta_log/' : `${tableRoot.replace(/\/+$/, '')}/_delta_log/`;
+}
+
+function tableKey(tableRoot: string, rel: string): string {
+  return tableRoot === '' ? rel : `${tableRoot.replace(/\/+$/, '')}/${rel}`;
+}
+
+interface LogListing {
+  /** Base names of the files directly in `_delta_log/`, with their modification times. */
+  files: Map<string, number>;
+}
+
+async function listLog(store: ObjectStore, tableRoot: string): Promise<LogListing> {
+  const prefix = logPrefix(tableRoot);
+  const files = new Map<string, number>();
+  for await (const o of store.list(prefix)) {
+    const name = o.path.slice(prefix.length);
+    if (name !== '' && !name.includes('/')) files.set(name, o.modified);
+  }
+  return { files };
+}
+
+async function readLastCheckpoint(store: ObjectStore, tableRoot: string): Promise<LastCheckpoint | undefined> {
+  let bytes: Uint8Array;
+  try {
+    bytes = await store.get(`${logPrefix(tableRoot)}_last_checkpoint`);
+  } catch (e) {
+    if (isTwinlakeError(e, 'not-found')) return undefined;
+    throw e;
+  }
+  // The file is only a hint (PROTOCOL.md §Last Checkpoint File): a torn or corrupt one is ignored
+  // and the listing decides.
+  try {
+    const parsed = parseLastCheckpoint(new TextDecoder().decode(bytes));
+    return parsed.checksumValid ? parsed : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+async function readCommit(store: ObjectStore, tableRoot: string, version: number): Promise<Action[]> {
+  const rel = commitPath(version);
+  const bytes = await store.get(tableKey(tableRoot, rel));
+  return parseCommit(new TextDecoder().decode(bytes), rel);
+}
+
+/**
+ * The table at `version` (default: the newest), or at the newest version committed at or before
+ * `timestampMs`. Uses `_last_checkpoint` as a hint, the newest complete checkpoint at or before the
+ * version, and the commits after it.
+ */
+export async function readDeltaSnapshot(
+  store: ObjectStore,
+  tableRoot: string,
+  opts: { version?: number; timestampMs?: number } = {},
+): Promise<DeltaSnapshot> {
+  if (opts.version !== undefined && opts.timestampMs !== undefined) {
+    throw invalidInput('delta log: expected a version or a timestamp, found both');
+  }
+  const [listing, hint] = await Promise.all([listLog(store, tableRoot), readLastCheckpoint(store, tableRoot)]);
+  if (listing.files.size === 0) throw notFound(`delta log: expected ${logPrefix(tableRoot)} in ${store.root}, found no log files`);
+  const version = opts.timestampMs !== undefined ? await versionAt(store, tableRoot, listing, opts.timestampMs) : opts.version;
+  const target = version ?? Infinity;
+  const lastCheckpoint = hint && hint.version <= target ? { version: hint.version, ...(hint.parts !== undefined ? { parts: hint.parts } : {}) } : undefined;
+  const segment = listLogSegment([...listing.files.keys()], { ...(version !== undefined ? { version } : {}), ...(lastCheckpoint ? { lastCheckpoint } : {}) });
+
+  const commitsToRead = segment.commits.map((c) => c.version);
+  const cp = segment.checkpoint;
+  // The commit at the checkpoint's version holds that version's commitInfo (checkpoints drop it).
+  if (cp && cp.version === segment.version && listing.files.has(commitPath(cp.version).slice('_delta_log/'.length))) {
+    commitsToRead.unshift(cp.version);
+  }
+  const [checkpointActions, commits] = await Promise.all([
+    cp ? readCheckpoint(store, tableRoot, cp.files) : Promise.resolve(undefined),
+    Promise.all(
+      commitsToRead.map(async (v): Promise<ReplayCommit> => {
+        const c: ReplayCommit = { version: v, actions: await readCommit(store, tableRoot, v) };
+        const modified = listing.files.get(commitPath(v).slice('_delta_log/'.length));
+        if (modified !== undefined) c.modifiedMs = modified;
+        return c;
+      }),
+    ),
+  ]);
+  return replay({ ...(cp && checkpointActions ? { checkpoint: { version: cp.version, actions: checkpointActions } } : {}), commits });
+}
+
+async function readCheckpoint(store: ObjectStore, tableRoot: string, files: string[]): Promise<Action[]> {
+  const prefix = logPrefix(tableRoot);
+  const parts = await Promise.all(files.map(async (name) => decodeCheckpoint(name, await store.get(prefix + name))));
+  const actions = parts.flat();
+  const sidecars = checkpointSidecars(actions);
+  if (sidecars.length === 0) return actions;
+  const sidecarActions = await Promise.all(
+    sidecars.map(async (s) => {
+      const key = sidecarKey(store, prefix, s.path);
+      return decodeCheckpointParquet(await store.get(key), key);
+    }),
+  );
+  return resolveSidecars(actions, sidecarActions);
+}
+
+/** Sidecars live in `_delta_log/_sidecars/`; the action normally names just the file. */
+function sidecarKey(store: ObjectStore, logPrefixKey: string, path: string): string {
+  if (isUri(path)) {
+    const rel = relativeTo(store.root, path);
+    if (rel === undefined) throw unsupported(`delta checkpoint: sidecar ${path} is outside the store ${store.root}`);
+    return decodePath(rel);
+  }
+  return `${logPrefixKey}_sidecars/${decodePath(path)}`;
+}
+
+/**
+ * The newest version committed at or before `timestampMs`. Commit times come from each commit's
+ * commitInfo (in-commit timestamp, else `timestamp`), else the file's modification time; they are
+ * taken as non-decreasing, so a binary search reads only a few commits.
+ */
+async function versionAt(store: ObjectStore, tableRoot: string, listing: LogListing, timestampMs: number): Promise<number> {
+  const versions: number[] = [];
+  for (const name of listing.files.keys()) {
+    const f = parseLogFileName(name);
+    if (f?.kind === 'commit') versions.push(f.version);
+  }
+  versions.sort((a, b) => a - b);
+  if (versions.length === 0) throw notFound('delta log: expected commit files to find a version by time, found none');
+  const timeOf = async (v: number): Promise<number> => {
+    const info = (await readCommit(store, tableRoot, v)).find((a): a is { commitInfo: CommitInfo } => 'commitInfo' in a)?.commitInfo;
+    const ts = info?.inCommitTimestamp ?? info?.timestamp ?? listing.files.get(commitPath(v).slice('_delta_log/'.length));
+    if (ts === undefined) throw dataInvalid(`delta log: commit ${v} has no timestamp`);
+    return ts;
+  };
+  let lo = 0;
+  let hi = versions.length - 1;
+  if ((await timeOf(versions[0]!)) > timestampMs) {
+    throw notFound(`delta log: no version committed at or before ${new Date(timestampMs).toISOString()}; the oldest kept is ${versions[0]}`);
+  }
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2);
+    if ((await timeOf(versions[mid]!)) <= timestampMs) lo = mid;
+    else hi = mid - 1;
+  }
+  return versions[lo]!;
+}
+
+/** The newest version in the log, or undefined when the table has no Delta log. */
+export async function latestDeltaVersion(store: ObjectStore, tableRoot: string): Promise<number | undefined> {
+  const { files } = await listLog(store, tableRoot);
+  let latest: number | undefined;
+  for (const name of files.keys()) {
+    const f = parseLogFileName(name);
+    if ((f?.kind === 'commit' || f?.kind === 'checkpoint') && (latest === undefined || f.version > latest)) latest = f.version;
+  }
+  return latest;
+}
+
+/** Writes version `version` create-only; false when another writer already took it. */
+export async function writeDeltaCommit(store: ObjectStore, tableRoot: string, version: number, actions: Action[]): Promise<boolean> {
+  return store.putIfAbsent(tableKey(tableRoot, commitPath(version)), serializeCommit(actions));
+}
+
+// --- scans -------------------------------------------------------------------------------------
+
+/**
+ * What the engine reads for a snapshot: every live file with its partition values as constants,
+ * columns found by physical name (mapping modes `none`/`name`) or Parquet field ID (mode `id`).
+ */
+export function deltaScanTask(snapshot: DeltaSnapshot, tableRootUri: string): ScanTask {
+  checkReadSupported(snapshot.protocol);
+  const { metadata, protocol } = snapshot;
+  if (metadata.format.provider.toLowerCase() !== 'parquet') {
+    throw unsupported(`delta: expected data files in parquet format, found ${JSON.stringify(metadata.format.provider)}`);
+  }
+  const mode = columnMappingMode(protocol, metadata.configuration);
+  const { schema, physicalNames } = fromDeltaSchema(metadata.schemaString, mode);
+
+  const partitions = metadata.partitionColumns.map((name) => {
+    const field = schema.fields.find((f) => f.name === name) ?? schema.fields.find((f) => f.name.toLowerCase() === name.toLowerCase());
+    if (!field) throw dataInvalid(`delta metadata: partition column ${JSON.stringify(name)} is not a top-level column of the schema`);
+    return { field, key: physicalNames.get(field.id)! };
+  });
+
+  const files: ScanFile[] = snapshot.files.map((add) => {
+    if (add.deletionVector) {
+      throw unsupported(`delta: deletion vectors are not supported yet (file ${add.path} at version ${snapshot.version} has one)`);
+    }
+    const file: ScanFile = { path: dataFileUri(tableRootUri, add.path) };
+    if (add.stats !== undefined) {
+      const n = parseStats(add.stats, `${add.path} stats`).numRecords;
+      if (n !== undefined) file.recordCount = n;
+    }
+    if (partitions.length > 0) {
+      const constants = new Map<number, LiteralValue>();
+      for (const { field, key } of partitions) {
+        const raw = key in add.partitionValues ? add.partitionValues[key] : findCaseInsensitive(add.partitionValues, key);
+        constants.set(field.id, parsePartitionValue(raw, field.type, field.name));
+      }
+      file.constants = constants;
+    }
+    return file;
+  });
+
+  return { schema, resolution: mode === 'id' ? 'field-id' : 'name', physicalNames, files };
+}
+
+function findCaseInsensitive(values: Record<string, string | null>, key: string): string | null | undefined {
+  const lower = key.toLowerCase();
+  for (const [k, v] of Object.entries(values)) if (k.toLowerCase() === lower) return v;
+  return undefined;
+}
+
+/**
+ * The absolute URI of a data file named by an `add` path (PROTOCOL.md §Add File: a relative path
+ * or an absolute URI, percent-encoded). Twinlake locations are raw strings (core/uri.ts), so the
+ * path is decoded once: `a%20b%253A` names the folder `a b%3A` that Spark created on disk.
+ */
+export function dataFileUri(tableRootUri: string, path: string): string {
+  const decoded = decodePath(path);
+  return isUri(decoded) ? decoded : joinUri(tableRootUri, decoded);
+}

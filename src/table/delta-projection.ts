@@ -1,0 +1,230 @@
+import { dataInvalid } from '../core/errors.ts';
+import { stringifyJson } from '../core/json.ts';
+import { relativeTo } from '../core/uri.ts';
+import type { FileIO } from '../io/file-io.ts';
+import type { Action, AddFile, CommitInfo, Metadata, Protocol, RemoveFile } from '../spec/delta/actions.ts';
+import { commitPath, parseCommit, serializeCommit } from '../spec/delta/actions.ts';
+import { protocolFor, toDeltaSchema } from '../spec/delta/schema.ts';
+import { deltaStats } from '../spec/parquet/stats.ts';
+import { schemaById, snapshotById } from '../spec/iceberg/table-metadata.ts';
+import type { DataFile, Schema, Snapshot, TableMetadata } from '../spec/iceberg/types.ts';
+import { readManifestEntries, readManifestList } from './manifest-io.ts';
+import { intProp, Props, readPhysicalNames } from './table-properties.ts';
+import { ENGINE_INFO } from './version.ts';
+
+/**
+ * The Delta log as a deterministic projection of the Iceberg snapshot lineage (DESIGN.md §1).
+ * Delta version 0 mirrors the table's creation; every later version mirrors one Iceberg snapshot,
+ * whose summary names it (`delta-version`) and which it names back (`icebergSnapshotId`).
+ */
+
+export const DELTA_VERSION_KEY = 'delta-version';
+
+export function deltaVersionOf(snapshot: Snapshot): number | undefined {
+  const raw = snapshot.summary[DELTA_VERSION_KEY];
+  return raw === undefined ? undefined : Number(raw);
+}
+
+/** The Delta version the next snapshot on top of `parent` mirrors. */
+export function nextDeltaVersion(parent: Snapshot | undefined): number {
+  if (!parent) return 1;
+  const v = deltaVersionOf(parent);
+  return v === undefined ? 1 : v + 1;
+}
+
+/** Delta `metaData` for an Iceberg schema. The Delta table id is the Iceberg table UUID. */
+export function deltaMetadata(metadata: TableMetadata, schema: Schema, createdTime: number): Metadata {
+  const physicalNames = readPhysicalNames(metadata);
+  return {
+    id: metadata['table-uuid'],
+    format: { provider: 'parquet', options: {} },
+    schemaString: JSON.stringify(toDeltaSchema(schema, physicalNames)),
+    partitionColumns: [],
+    configuration: {
+      'delta.columnMapping.mode': 'name',
+      'delta.columnMapping.maxColumnId': String(metadata['last-column-id']),
+      'delta.checkpointInterval': String(checkpointInterval(metadata)),
+    },
+    createdTime,
+  };
+}
+
+export function checkpointInterval(metadata: TableMetadata): number {
+  return intProp(metadata.properties, Props.deltaCheckpointInterval, 10);
+}
+
+/** A data file's path as Delta wants it: relative to the table root, URI-encoded. */
+export function deltaPath(location: string, fileUri: string): string {
+  const rel = relativeTo(location, fileUri);
+  if (rel === undefined) return fileUri; // outside the table root: an absolute URI
+  return rel.split('/').map(encodePathSegment).join('/');
+}
+
+function encodePathSegment(s: string): string {
+  return s.replace(/[^A-Za-z0-9\-._~=@+,]/g, (c) =>
+    Array.from(new TextEncoder().encode(c), (b) => '%' + b.toString(16).toUpperCase().padStart(2, '0')).join(''),
+  );
+}
+
+export function initialSchema(metadata: TableMetadata): Schema {
+  return metadata.schemas.reduce((a, b) => (a['schema-id'] <= b['schema-id'] ? a : b));
+}
+
+/** Version 0: the table as created (protocol + metaData, no files). */
+export function creationActions(metadata: TableMetadata, timestampMs: number): Action[] {
+  const schema = initialSchema(metadata);
+  const commitInfo: CommitInfo = {
+    timestamp: timestampMs,
+    operation: 'CREATE TABLE',
+    operationParameters: { partitionBy: '[]' },
+    engineInfo: ENGINE_INFO,
+  };
+  return [
+    { commitInfo },
+    { protocol: protocolFor(schema, { columnMapping: true }) },
+    { metaData: deltaMetadata(metadata, schema, timestampMs) },
+  ];
+}
+
+/** The actions of the Delta version that mirrors `snapshot`. */
+export function snapshotActions(
+  metadata: TableMetadata,
+  snapshot: Snapshot,
+  files: { added: DataFile[]; removed: DataFile[] },
+): Action[] {
+  const ts = snapshot['timestamp-ms'];
+  const schema = schemaById(metadata, snapshot['schema-id'] ?? metadata['current-schema-id']);
+  const parent = snapshot['parent-snapshot-id'] !== undefined ? snapshotById(metadata, snapshot['parent-snapshot-id']) : undefined;
+  const previousSchema = parent
+    ? schemaById(metadata, parent['schema-id'] ?? schema['schema-id'])
+    : initialSchema(metadata);
+  const physicalNames = readPhysicalNames(metadata);
+  const overwrite = snapshot.summary.operation === 'overwrite';
+
+  const commitInfo: CommitInfo = {
+    timestamp: ts,
+    operation: 'WRITE',
+    operationParameters: { mode: overwrite ? 'Overwrite' : 'Append', partitionBy: '[]' },
+    isBlindAppend: !overwrite,
+    engineInfo: ENGINE_INFO,
+    icebergSnapshotId: snapshot['snapshot-id'],
+    icebergSequenceNumber: snapshot['sequence-number'],
+  };
+  const actions: Action[] = [{ commitInfo }];
+  if (previousSchema['schema-id'] !== schema['schema-id']) {
+    const before: Protocol = protocolFor(previousSchema, { columnMapping: true });
+    const after: Protocol = protocolFor(schema, { columnMapping: true });
+    if (JSON.stringify(before) !== JSON.stringify(after)) actions.push({ protocol: after });
+    actions.push({ metaData: deltaMetadata(metadata, schema, ts) });
+  }
+  actions.push({ txn: { appId: `iceberg:${metadata['table-uuid']}`, version: snapshot['sequence-number'], lastUpdated: ts } });
+  for (const f of files.removed) {
+    const remove: RemoveFile = {
+      path: deltaPath(metadata.location, f['file-path']),
+      deletionTimestamp: ts,
+      dataChange: true,
+      extendedFileMetadata: true,
+      partitionValues: {},
+      size: f['file-size-in-bytes'],
+    };
+    actions.push({ remove });
+  }
+  for (const f of files.added) {
+    const add: AddFile = {
+      path: deltaPath(metadata.location, f['file-path']),
+      partitionValues: {},
+      size: f['file-size-in-bytes'],
+      modificationTime: ts,
+      dataChange: true,
+      stats: deltaStats(f, schema, physicalNames),
+    };
+    actions.push({ add });
+  }
+  return actions;
+}
+
+/** The data files a snapshot added and removed, read from the manifests it wrote. */
+export async function snapshotChanges(io: FileIO, metadata: TableMetadata, snapshot: Snapshot): Promise<{ added: DataFile[]; removed: DataFile[] }> {
+  const added: DataFile[] = [];
+  const removed: DataFile[] = [];
+  const id = snapshot['snapshot-id'];
+  for (const m of await readManifestList(io, snapshot['manifest-list'])) {
+    if (m['added-snapshot-id'] !== id || m.content !== 0) continue;
+    for (const e of await readManifestEntries(io, m, metadata)) {
+      if (e['snapshot-id'] !== id) continue;
+      if (e.status === 1) added.push(e['data-file']);
+      else if (e.status === 2) removed.push(e['data-file']);
+    }
+  }
+  return { added, removed };
+}
+
+export interface CatchUpResult {
+  /** The Delta version that mirrors the target snapshot (or 0 for a table without snapshots). */
+  version: number;
+  /** Versions this call wrote (others may have been written concurrently by another writer). */
+  written: number[];
+}
+
+/**
+ * Writes the Delta versions that are missing for the lineage of `target` (the current snapshot by
+ * default), oldest first, each create-only. A version already taken must mirror the same snapshot;
+ * anything else means the log diverged from Iceberg and is an error.
+ */
+export async function catchUpDelta(
+  io: FileIO,
+  metadata: TableMetadata,
+  opts: { target?: Snapshot; afterWrite?: (version: number) => Promise<void> } = {},
+): Promise<CatchUpResult> {
+  const location = metadata.location;
+  const logFile = (v: number) => `${location}/${commitPath(v)}`;
+  const target = opts.target ?? (metadata['current-snapshot-id'] != null ? snapshotById(metadata, metadata['current-snapshot-id']) : undefined);
+
+  const missing: Snapshot[] = [];
+  let needCreation = true;
+  for (let s = target; s; ) {
+    const v = deltaVersionOf(s);
+    if (v === undefined) throw dataInvalid(`delta projection: snapshot ${s['snapshot-id']} has no ${DELTA_VERSION_KEY} in its summary`);
+    if (await io.exists(logFile(v))) {
+      needCreation = false;
+      break;
+    }
+    missing.push(s);
+    const parentId = s['parent-snapshot-id'];
+    s = parentId !== undefined ? findSnapshot(metadata, parentId) : undefined;
+  }
+  if (needCreation && (await io.exists(logFile(0)))) needCreation = false;
+
+  const written: number[] = [];
+  const write = async (version: number, actions: Action[], snapshotId?: bigint) => {
+    const ok = await io.writeIfAbsent(logFile(version), serializeCommit(actions));
+    if (ok) {
+      written.push(version);
+      await opts.afterWrite?.(version);
+      return;
+    }
+    const existing = parseCommit(await io.readText(logFile(version)), commitPath(version));
+    const info = existing.find((a): a is { commitInfo: CommitInfo } => 'commitInfo' in a)?.commitInfo;
+    const mirrored = info?.icebergSnapshotId;
+    const same = snapshotId === undefined ? mirrored === undefined : mirrored !== undefined && BigInt(mirrored as bigint) === snapshotId;
+    if (!same) {
+      throw dataInvalid(
+        `delta projection: ${commitPath(version)} mirrors iceberg snapshot ${stringifyJson(mirrored ?? null)}, expected ${snapshotId ?? 'table creation'}`,
+      );
+    }
+  };
+
+  if (needCreation) {
+    const created = missing.length ? missing[missing.length - 1]!['timestamp-ms'] : metadata['last-updated-ms'];
+    await write(0, creationActions(metadata, created));
+  }
+  for (const s of missing.reverse()) {
+    const actions = snapshotActions(metadata, s, await snapshotChanges(io, metadata, s));
+    await write(deltaVersionOf(s)!, actions, s['snapshot-id']);
+  }
+  return { version: target ? deltaVersionOf(target)! : 0, written };
+}
+
+function findSnapshot(metadata: TableMetadata, id: bigint): Snapshot | undefined {
+  return metadata.snapshots.find((s) => s['snapshot-id'] === id);
+}

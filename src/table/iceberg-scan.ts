@@ -1,0 +1,93 @@
+import { unsupported } from '../core/errors.ts';
+import type { FileIO } from '../io/file-io.ts';
+import { fromBinary } from '../spec/iceberg/single-value.ts';
+import { indexById, parseNameMapping } from '../spec/iceberg/schema.ts';
+import { schemaById, specById } from '../spec/iceberg/table-metadata.ts';
+import type { DataFile, Schema, Snapshot, TableMetadata } from '../spec/iceberg/types.ts';
+import type { LiteralValue, ScanFile, ScanTask } from '../spec/scan-task.ts';
+import { readManifestEntries, readManifestList } from './manifest-io.ts';
+import { Props, readPhysicalNames } from './table-properties.ts';
+
+/** The live data files of a snapshot (spec §Scan Planning), without delete files. */
+export async function liveFiles(io: FileIO, metadata: TableMetadata, snapshot: Snapshot): Promise<{ data: DataFile[]; deletes: DataFile[] }> {
+  const data: DataFile[] = [];
+  const deletes: DataFile[] = [];
+  const manifests = await readManifestList(io, snapshot['manifest-list']);
+  const entryLists = await Promise.all(manifests.map((m) => readManifestEntries(io, m, metadata)));
+  for (const entries of entryLists) {
+    for (const e of entries) {
+      if (e.status === 2) continue;
+      (e['data-file'].content === 0 ? data : deletes).push(e['data-file']);
+    }
+  }
+  return { data, deletes };
+}
+
+/**
+ * Plans the read of one snapshot: which files, and how to find the schema's columns in them.
+ * Time travel reads with the schema the snapshot was written with (spec Appendix F, point in
+ * time reads); a current read uses the current schema.
+ */
+export async function planIcebergScan(io: FileIO, metadata: TableMetadata, snapshot: Snapshot | undefined, opts: { timeTravel: boolean }): Promise<ScanTask> {
+  const schemaId = opts.timeTravel && snapshot?.['schema-id'] !== undefined ? snapshot['schema-id'] : metadata['current-schema-id'];
+  const schema = schemaById(metadata, schemaId);
+  const physicalNames = fallbackNames(metadata, schema);
+  if (!snapshot) return { schema, resolution: 'field-id', physicalNames, files: [] };
+
+  const { data, deletes } = await liveFiles(io, metadata, snapshot);
+  if (deletes.length > 0) {
+    throw unsupported(
+      `iceberg: snapshot ${snapshot['snapshot-id']} has ${deletes.length} delete file(s); reading row-level deletes is not supported yet`,
+    );
+  }
+  const files: ScanFile[] = data.map((f) => ({ path: f['file-path'], recordCount: f['record-count'], constants: identityConstants(metadata, schema, f) }));
+  return { schema, resolution: 'field-id', physicalNames, files };
+}
+
+/**
+ * Names to find columns by in files written without field IDs: Twinlake's physical names, else
+ * the table's name mapping (spec: Column Projection), else the schema's own names.
+ */
+function fallbackNames(metadata: TableMetadata, schema: Schema): Map<number, string> {
+  const names = readPhysicalNames(metadata);
+  const mapping = metadata.properties[Props.nameMapping];
+  if (names.size === 0 && mapping) {
+    const visit = (fields: ReturnType<typeof parseNameMapping>) => {
+      for (const f of fields) {
+        if (f['field-id'] !== undefined && f.names.length > 0 && !names.has(f['field-id'])) names.set(f['field-id'], f.names[0]!);
+        if (f.fields) visit(f.fields);
+      }
+    };
+    visit(parseNameMapping(mapping));
+  }
+  for (const [id, { field }] of indexById(schema)) if (!names.has(id)) names.set(id, field.name);
+  return names;
+}
+
+/**
+ * Identity partition values for a file. Some writers leave identity-partitioned columns out of the
+ * data files; the value in the manifest is then the only copy.
+ */
+function identityConstants(metadata: TableMetadata, schema: Schema, file: DataFile): Map<number, LiteralValue> | undefined {
+  const spec = specById(metadata, file['spec-id']);
+  let out: Map<number, LiteralValue> | undefined;
+  const fields = indexById(schema);
+  for (const pf of spec.fields) {
+    if (pf.transform !== 'identity') continue;
+    const source = fields.get(pf['source-id']);
+    if (!source || typeof source.field.type !== 'string') continue;
+    if (!(pf.name in file.partition)) continue;
+    out ??= new Map();
+    out.set(pf['source-id'], partitionValue(source.field.type, file.partition[pf.name]));
+  }
+  return out;
+}
+
+function partitionValue(type: string, value: unknown): LiteralValue {
+  if (value === null || value === undefined) return null;
+  if (value instanceof Uint8Array && (type.startsWith('decimal') || type === 'uuid')) return fromBinary(type, value);
+  if (type === 'long' || type === 'timestamp' || type === 'timestamptz' || type === 'time' || type.endsWith('_ns')) {
+    return typeof value === 'bigint' ? value : BigInt(value as number);
+  }
+  return value as LiteralValue;
+}

@@ -1,0 +1,92 @@
+import { invalidInput, notFound } from '../core/errors.ts';
+import type { FileIO } from '../io/file-io.ts';
+import { snapshotAsOf, snapshotById } from '../spec/iceberg/table-metadata.ts';
+import type { Snapshot, TableMetadata } from '../spec/iceberg/types.ts';
+import type { ScanTask } from '../spec/scan-task.ts';
+import { deltaScanTask, readDeltaSnapshot } from './delta-log.ts';
+import { deltaVersionOf } from './delta-projection.ts';
+import { planIcebergScan } from './iceberg-scan.ts';
+
+export type ReadFormat = 'iceberg' | 'delta';
+
+/** Which state of the table to read; at most one of snapshotId, version, asOf. */
+export interface TimeTravel {
+  /** An Iceberg snapshot ID. */
+  snapshotId?: bigint;
+  /** A Delta version. */
+  version?: number;
+  /** A point in time: the table as it was then. */
+  asOf?: Date | string | number;
+}
+
+export interface ReadPlan {
+  format: ReadFormat;
+  task: ScanTask;
+  snapshotId?: bigint;
+  deltaVersion?: number;
+}
+
+/** Where a table's two projections live. `iceberg` is undefined when the table has no metadata. */
+export interface TableSource {
+  io: FileIO;
+  location: string;
+  iceberg(): Promise<TableMetadata | undefined>;
+}
+
+export function parseAsOf(asOf: Date | string | number): number {
+  if (asOf instanceof Date) return asOf.getTime();
+  if (typeof asOf === 'number') return asOf;
+  const ms = /^\d+$/.test(asOf) ? Number(asOf) : Date.parse(asOf);
+  if (!Number.isFinite(ms)) throw invalidInput(`read: --as-of expects an ISO-8601 time or epoch milliseconds, found ${JSON.stringify(asOf)}`);
+  return ms;
+}
+
+export async function planRead(source: TableSource, format: ReadFormat | undefined, travel: TimeTravel): Promise<ReadPlan> {
+  const given = [travel.snapshotId, travel.version, travel.asOf].filter((x) => x !== undefined).length;
+  if (given > 1) throw invalidInput('read: give at most one of snapshot, version and as-of');
+  const metadata = await source.iceberg();
+  const chosen = format ?? (metadata ? 'iceberg' : 'delta');
+  if (chosen === 'iceberg') {
+    if (!metadata) throw notFound(`iceberg: no iceberg metadata for the table at ${source.location}`);
+    const snapshot = pickIcebergSnapshot(metadata, travel);
+    const task = await planIcebergScan(source.io, metadata, snapshot, { timeTravel: given > 0 });
+    return { format: 'iceberg', task, snapshotId: snapshot?.['snapshot-id'], deltaVersion: snapshot ? deltaVersionOf(snapshot) : undefined };
+  }
+  let version = travel.version;
+  if (travel.snapshotId !== undefined) {
+    if (!metadata) throw invalidInput('read: a snapshot ID needs the iceberg metadata to find its delta version');
+    const s = requireSnapshot(metadata, travel.snapshotId);
+    version = deltaVersionOf(s);
+    if (version === undefined) throw notFound(`delta: iceberg snapshot ${travel.snapshotId} has no delta version`);
+  }
+  const { store, key } = source.io.storeAt(source.location);
+  const snapshot = await readDeltaSnapshot(store, key, {
+    version,
+    timestampMs: travel.asOf !== undefined ? parseAsOf(travel.asOf) : undefined,
+  });
+  const task = deltaScanTask(snapshot, source.location);
+  return { format: 'delta', task, deltaVersion: snapshot.version };
+}
+
+function pickIcebergSnapshot(metadata: TableMetadata, travel: TimeTravel): Snapshot | undefined {
+  if (travel.snapshotId !== undefined) return requireSnapshot(metadata, travel.snapshotId);
+  if (travel.version !== undefined) {
+    const s = metadata.snapshots.find((x) => deltaVersionOf(x) === travel.version);
+    if (!s) throw notFound(`iceberg: no snapshot mirrors delta version ${travel.version}`);
+    return s;
+  }
+  if (travel.asOf !== undefined) {
+    const ms = parseAsOf(travel.asOf);
+    const s = snapshotAsOf(metadata, ms);
+    if (!s) throw notFound(`iceberg: the table has no snapshot at or before ${new Date(ms).toISOString()}`);
+    return s;
+  }
+  const id = metadata['current-snapshot-id'];
+  return id === undefined || id === null ? undefined : requireSnapshot(metadata, id);
+}
+
+function requireSnapshot(metadata: TableMetadata, id: bigint): Snapshot {
+  const s = snapshotById(metadata, id);
+  if (!s) throw notFound(`iceberg: no snapshot ${id} (the table has ${metadata.snapshots.length} snapshots)`);
+  return s;
+}

@@ -1,0 +1,216 @@
+import { newUuid } from '../core/ids.ts';
+import { joinUri } from '../core/uri.ts';
+import type { FileIO } from '../io/file-io.ts';
+import { encodeManifestList } from '../spec/iceberg/manifest-list.ts';
+import { summarize } from '../spec/iceberg/snapshot-summary.ts';
+import { currentSnapshot, specById } from '../spec/iceberg/table-metadata.ts';
+import type { DataFile, ManifestEntry, ManifestFile, Operation, Schema, Snapshot, TableMetadata } from '../spec/iceberg/types.ts';
+import { avroCodec, readManifestEntries, readManifestList, syncMarker, writeManifest } from './manifest-io.ts';
+import { intProp, Props, boolProp } from './table-properties.ts';
+
+/**
+ * Builds one Iceberg snapshot on top of a base metadata (spec §Snapshots, §Manifests,
+ * §Manifest Lists). The manifest of added files does not depend on the parent (its entries inherit
+ * snapshot ID and sequence number, spec §Sequence Number Inheritance), so it is written once and
+ * reused when a lost compare-and-swap makes us rebuild the snapshot on a newer parent; only the
+ * manifest list (and, for overwrites, the manifest of deleted files) is rebuilt.
+ */
+export interface SnapshotChange {
+  operation: Extract<Operation, 'append' | 'overwrite'>;
+  added: DataFile[];
+  /** Remove every live data file of the parent (overwrite). */
+  replaceAll: boolean;
+}
+
+/** What depends on the base a snapshot is built on: its schema and summary extras. */
+export interface SnapshotBasis {
+  schema: Schema;
+  summaryExtra: Record<string, string>;
+}
+
+export interface ProducedSnapshot {
+  snapshot: Snapshot;
+  /** Files this attempt wrote that must be deleted if its commit is not accepted. */
+  attemptFiles: string[];
+  removed: DataFile[];
+}
+
+export class SnapshotProducer {
+  private addedManifest?: { uri: string; length: number };
+  /** Every Avro file written, so a failed write can remove them all. */
+  readonly written: string[] = [];
+
+  constructor(
+    private readonly io: FileIO,
+    readonly snapshotId: bigint,
+    private readonly change: SnapshotChange,
+  ) {}
+
+  async produce(base: TableMetadata, nowMs: number, basis: SnapshotBasis): Promise<ProducedSnapshot> {
+    const parent = currentSnapshot(base);
+    const sequenceNumber = base['last-sequence-number'] + 1;
+    const spec = specById(base, base['default-spec-id']);
+    const metadataDir = joinUri(base.location, 'metadata');
+    const attemptFiles: string[] = [];
+    const manifests: ManifestFile[] = [];
+    const removed: DataFile[] = [];
+
+    const parentManifests = parent ? await readManifestList(this.io, parent['manifest-list']) : [];
+
+    if (this.change.added.length > 0) {
+      if (!this.addedManifest) {
+        const uri = joinUri(metadataDir, `${newUuid()}-m0.avro`);
+        const entries: ManifestEntry[] = this.change.added.map((f) => ({ status: 1, 'snapshot-id': this.snapshotId, 'data-file': f }));
+        const length = await writeManifest(this.io, uri, base, { schema: basis.schema, spec, content: 0, entries });
+        this.written.push(uri);
+        this.addedManifest = { uri, length };
+      }
+      manifests.push({
+        'manifest-path': this.addedManifest.uri,
+        'manifest-length': this.addedManifest.length,
+        'partition-spec-id': spec['spec-id'],
+        content: 0,
+        'sequence-number': sequenceNumber,
+        'min-sequence-number': sequenceNumber,
+        'added-snapshot-id': this.snapshotId,
+        'added-files-count': this.change.added.length,
+        'existing-files-count': 0,
+        'deleted-files-count': 0,
+        'added-rows-count': sum(this.change.added.map((f) => f['record-count'])),
+        'existing-rows-count': 0,
+        'deleted-rows-count': 0,
+        partitions: [],
+      });
+    }
+
+    if (this.change.replaceAll) {
+      // Every live file of the parent becomes a DELETED entry of this snapshot; its sequence
+      // numbers are kept, as the spec requires for deleted entries.
+      const deletedEntries: ManifestEntry[] = [];
+      for (const m of parentManifests) {
+        for (const e of await readManifestEntries(this.io, m, base)) {
+          if (e.status === 2) continue;
+          deletedEntries.push({ ...e, status: 2, 'snapshot-id': this.snapshotId });
+          if (e['data-file'].content === 0) removed.push(e['data-file']);
+        }
+      }
+      if (deletedEntries.length > 0) {
+        const uri = joinUri(metadataDir, `${newUuid()}-m1.avro`);
+        const length = await writeManifest(this.io, uri, base, { schema: basis.schema, spec, content: 0, entries: deletedEntries });
+        this.written.push(uri);
+        attemptFiles.push(uri);
+        manifests.push({
+          'manifest-path': uri,
+          'manifest-length': length,
+          'partition-spec-id': spec['spec-id'],
+          content: 0,
+          'sequence-number': sequenceNumber,
+          'min-sequence-number': minOf(deletedEntries.map((e) => e['sequence-number'] ?? sequenceNumber), sequenceNumber),
+          'added-snapshot-id': this.snapshotId,
+          'added-files-count': 0,
+          'existing-files-count': 0,
+          'deleted-files-count': deletedEntries.length,
+          'added-rows-count': 0,
+          'existing-rows-count': 0,
+          'deleted-rows-count': sum(deletedEntries.map((e) => e['data-file']['record-count'])),
+          partitions: [],
+        });
+      }
+    } else {
+      manifests.push(...(await this.maybeMerge(base, parentManifests, attemptFiles, basis.schema)));
+    }
+
+    const listUri = joinUri(metadataDir, `snap-${this.snapshotId}-${sequenceNumber}-${newUuid()}.avro`);
+    const listBytes = encodeManifestList({
+      formatVersion: base['format-version'],
+      snapshotId: this.snapshotId,
+      parentSnapshotId: parent?.['snapshot-id'],
+      sequenceNumber,
+      manifests,
+      syncMarker: syncMarker(),
+      codec: avroCodec(base),
+    });
+    await this.io.write(listUri, listBytes);
+    this.written.push(listUri);
+    attemptFiles.push(listUri);
+
+    const summary = summarize({
+      operation: this.change.operation,
+      added: this.change.added,
+      removed,
+      previous: parent?.summary,
+      extra: basis.summaryExtra,
+    });
+    const snapshot: Snapshot = {
+      'snapshot-id': this.snapshotId,
+      ...(parent ? { 'parent-snapshot-id': parent['snapshot-id'] } : {}),
+      'sequence-number': sequenceNumber,
+      'timestamp-ms': nowMs,
+      'manifest-list': listUri,
+      summary,
+      'schema-id': basis.schema['schema-id'],
+    };
+    return { snapshot, attemptFiles, removed };
+  }
+
+  /**
+   * Keeps the manifest list short: once the parent's data manifests reach
+   * `commit.manifest.min-count-to-merge`, their live entries are merged into one manifest, so the
+   * cost of a commit does not grow with the table's history.
+   */
+  private async maybeMerge(base: TableMetadata, parentManifests: ManifestFile[], attemptFiles: string[], schema: Schema): Promise<ManifestFile[]> {
+    const enabled = boolProp(base.properties, Props.manifestMergeEnabled, true);
+    const minCount = intProp(base.properties, Props.manifestMinCountToMerge, 100);
+    const specId = base['default-spec-id'];
+    const mergeable = parentManifests.filter((m) => m.content === 0 && m['partition-spec-id'] === specId);
+    if (!enabled || mergeable.length + 1 < minCount) return parentManifests;
+
+    const spec = specById(base, specId);
+    const entries: ManifestEntry[] = [];
+    for (const m of mergeable) {
+      for (const e of await readManifestEntries(this.io, m, base)) {
+        if (e.status === 2) continue;
+        entries.push({ ...e, status: 0 });
+      }
+    }
+    const uri = joinUri(base.location, 'metadata', `${newUuid()}-m2.avro`);
+    const length = await writeManifest(this.io, uri, base, { schema, spec, content: 0, entries });
+    this.written.push(uri);
+    attemptFiles.push(uri);
+    const merged: ManifestFile = {
+      'manifest-path': uri,
+      'manifest-length': length,
+      'partition-spec-id': specId,
+      content: 0,
+      'sequence-number': base['last-sequence-number'] + 1,
+      'min-sequence-number': minOf(entries.map((e) => e['sequence-number'] ?? 0), base['last-sequence-number'] + 1),
+      'added-snapshot-id': this.snapshotId,
+      'added-files-count': 0,
+      'existing-files-count': entries.length,
+      'deleted-files-count': 0,
+      'added-rows-count': 0,
+      'existing-rows-count': sum(entries.map((e) => e['data-file']['record-count'])),
+      'deleted-rows-count': 0,
+      partitions: [],
+    };
+    return [merged, ...parentManifests.filter((m) => !mergeable.includes(m))];
+  }
+
+  /** Removes every file this producer wrote (the write failed or was abandoned). */
+  async abandon(): Promise<void> {
+    await Promise.all(this.written.map((uri) => this.io.delete(uri).catch(() => undefined)));
+  }
+}
+
+function sum(xs: number[]): number {
+  let s = 0;
+  for (const x of xs) s += x;
+  return s;
+}
+
+function minOf(xs: number[], empty: number): number {
+  if (xs.length === 0) return empty;
+  let m = xs[0]!;
+  for (const x of xs) if (x < m) m = x;
+  return m;
+}

@@ -1,0 +1,21 @@
+import type { Clock } from '../core/clock.ts';
+import type { Catalog, TableIdentifier } from '../catalog/catalog.ts';
+import type { DuckDBSession } from '../engine/duckdb-session.ts';
+import type { FileIO } from '../io/file-io.ts';
+
+/** What every table operation needs: where the table lives and the parts it works through. */
+export interface TableContext {
+  catalog: Catalog;
+  io: FileIO;
+  ident: TableIdentifier;
+  /** The table's location URI (used when the table does not exist yet). */
+  location: string;
+  session: () => Promise<DuckDBSession>;
+  clock: Clock;
+  /** Non-fatal problems (a Delta commit that failed after Iceberg committed) go here. */
+  warn: (message: string) => void;
+}
+
+export function identString(ident: TableIdentifier): string {
+  return [...ident.namespace, ident.name].join('.');
+}

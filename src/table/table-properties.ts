@@ -1,0 +1,72 @@
+import { invalidInput } from '../core/errors.ts';
+import { parseJson, stringifyJson } from '../core/json.ts';
+import type { TableMetadata } from '../spec/iceberg/types.ts';
+
+/** Table properties Twinlake reads, with their defaults. Iceberg's own names where one exists. */
+export const Props = {
+  /** `iceberg,delta` (default), `iceberg` or `delta`. */
+  formats: 'twinlake.formats',
+  /** Evolve the schema from incoming batches (`true`) or refuse any difference (`false`). */
+  schemaEvolution: 'twinlake.schema-evolution.enabled',
+  /** Field ID → physical (Parquet) column name, JSON; see DESIGN.md §2. */
+  physicalNames: 'twinlake.column-physical-names',
+  targetFileSize: 'write.target-file-size-bytes',
+  parquetCompression: 'write.parquet.compression-codec',
+  manifestMinCountToMerge: 'commit.manifest.min-count-to-merge',
+  manifestMergeEnabled: 'commit.manifest-merge.enabled',
+  avroCompression: 'write.avro.compression-codec',
+  commitRetries: 'commit.retry.num-retries',
+  nameMapping: 'schema.name-mapping.default',
+  deltaCheckpointInterval: 'delta.checkpointInterval',
+} as const;
+
+export type TableFormat = 'iceberg' | 'delta';
+
+export const DEFAULT_TARGET_FILE_SIZE = 128 * 1024 * 1024;
+
+export function tableFormats(props: Record<string, string>): TableFormat[] {
+  const raw = props[Props.formats] ?? 'iceberg,delta';
+  return parseFormats(raw);
+}
+
+export function parseFormats(raw: string | string[]): TableFormat[] {
+  const list = (Array.isArray(raw) ? raw : raw.split(',')).map((s) => s.trim().toLowerCase()).filter(Boolean);
+  const out: TableFormat[] = [];
+  for (const f of list) {
+    if (f !== 'iceberg' && f !== 'delta') throw invalidInput(`table: formats must be iceberg and/or delta, found ${JSON.stringify(f)}`);
+    if (!out.includes(f)) out.push(f);
+  }
+  if (out.length === 0) throw invalidInput('table: at least one format (iceberg, delta) must be enabled');
+  return out.sort();
+}
+
+export function intProp(props: Record<string, string>, key: string, fallback: number): number {
+  const raw = props[key];
+  if (raw === undefined) return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n <= 0) throw invalidInput(`table property ${key}: expected a positive number, found ${JSON.stringify(raw)}`);
+  return Math.floor(n);
+}
+
+export function boolProp(props: Record<string, string>, key: string, fallback: boolean): boolean {
+  const raw = props[key];
+  if (raw === undefined) return fallback;
+  if (raw === 'true') return true;
+  if (raw === 'false') return false;
+  throw invalidInput(`table property ${key}: expected true or false, found ${JSON.stringify(raw)}`);
+}
+
+export function readPhysicalNames(metadata: TableMetadata): Map<number, string> {
+  const raw = metadata.properties[Props.physicalNames];
+  const out = new Map<number, string>();
+  if (!raw) return out;
+  const obj = parseJson(raw, `table property ${Props.physicalNames}`) as Record<string, string>;
+  for (const [k, v] of Object.entries(obj)) out.set(Number(k), v);
+  return out;
+}
+
+export function writePhysicalNames(names: Map<number, string>): string {
+  const obj: Record<string, string> = {};
+  for (const [k, v] of [...names].sort((a, b) => a[0] - b[0])) obj[String(k)] = v;
+  return stringifyJson(obj);
+}
