@@ -1,0 +1,498 @@
+import Database from 'better-sqlite3';
+import { mkdirSync } from 'node:fs';
+import * as nodePath from 'node:path';
+import { systemClock, type Clock } from '../core/clock.ts';
+import { TwinlakeError, invalidInput, isTwinlakeError, notFound, unsupported } from '../core/errors.ts';
+import { localPath, relativeTo } from '../core/uri.ts';
+import type { ObjectStore } from '../io/object-store.ts';
+import { parseTableMetadata, serializeTableMetadata } from '../spec/iceberg/table-metadata.ts';
+import type { TableMetadata } from '../spec/iceberg/types.ts';
+import { applyUpdates, checkRequirements } from '../spec/iceberg/updates.ts';
+import {
+  checkNamespace,
+  checkTableIdentifier,
+  formatTableIdentifier,
+  type Catalog,
+  type CommitResult,
+  type LoadTableResult,
+  type TableCommit,
+  type TableIdentifier,
+} from './catalog.ts';
+
+export interface SqlCatalogOptions {
+  /** The `catalog_name` column; one database file can hold several catalogs. */
+  name?: string;
+  /** The SQLite file; defaults to `<warehouse>/catalog.db` for a warehouse on local disk. */
+  dbPath?: string;
+  /** Where table folders go (`<rootUri>/<ns levels>/<table>`), and the store that holds them. */
+  warehouse: { store: ObjectStore; rootUri: string };
+  clock?: Clock;
+}
+
+/**
+ * An Iceberg catalog in a SQLite file with the tables of Iceberg's JDBC catalog and PyIceberg's
+ * SqlCatalog, so Spark, Trino and PyIceberg open the same file. The tables are created with the JDBC
+ * catalog's original ("V0") DDL, which is also what PyIceberg creates. Java's "V1" schema only adds
+ * a nullable `iceberg_type` column (NULL reads as a table); when a file already has it, views are
+ * left alone and new rows are marked 'TABLE'.
+ *
+ * A commit writes a new metadata file with a create-only write, then swaps the table's pointer with
+ * one compare-and-swap UPDATE, exactly as the JDBC catalog does; the UPDATE changing no row means a
+ * concurrent commit won.
+ */
+export class SqlCatalog implements Catalog {
+  readonly name: string;
+  readonly dbPath: string;
+  private readonly store: ObjectStore;
+  private readonly warehouseUri: string;
+  private readonly clock: Clock;
+  private readonly db: Database.Database;
+  private readonly sql: ReturnType<typeof prepare>;
+
+  constructor(options: SqlCatalogOptions) {
+    this.name = options.name ?? 'twinlake';
+    if (this.name === '' || this.name.length > 255) {
+      throw invalidInput(`sql catalog: expected a catalog name of 1 to 255 characters, found ${JSON.stringify(this.name)}`);
+    }
+    this.store = options.warehouse.store;
+    this.warehouseUri = options.warehouse.rootUri.replace(/\/+$/, '');
+    this.clock = options.clock ?? systemClock;
+    if (this.warehouseUri !== this.store.root && relativeTo(this.store.root, this.warehouseUri) === undefined) {
+      throw invalidInput(`sql catalog: expected the warehouse ${this.warehouseUri} inside its store ${this.store.root}`);
+    }
+    if (options.dbPath !== undefined) this.dbPath = options.dbPath;
+    else if (this.warehouseUri.startsWith('file:')) this.dbPath = nodePath.join(localPath(this.warehouseUri), 'catalog.db');
+    else throw invalidInput(`sql catalog: a dbPath is needed when the warehouse ${this.warehouseUri} is not on local disk`);
+    this.db = openDatabase(this.dbPath);
+    this.sql = this.run('preparing statements', () => prepare(this.db));
+  }
+
+  close(): void {
+    this.db.close();
+  }
+
+  /** `<warehouse>/<namespace levels>/<table>`. */
+  defaultTableLocation(id: TableIdentifier): string {
+    checkTableIdentifier(id);
+    return [this.warehouseUri, ...id.namespace, id.name].join('/');
+  }
+
+  // ---- namespaces
+
+  async listNamespaces(parent: string[] = []): Promise<string[][]> {
+    if (parent.length > 0) this.requireNamespace(parent);
+    const children = new Set<string>();
+    for (const ns of this.allNamespaces()) {
+      const levels = ns.split('.');
+      if (levels.length > parent.length && parent.every((p, i) => levels[i] === p)) children.add(levels[parent.length]!);
+    }
+    return [...children].sort().map((c) => [...parent, c]);
+  }
+
+  async createNamespace(namespace: string[], properties: Record<string, string> = {}): Promise<void> {
+    checkNamespace(namespace);
+    for (const [k, v] of Object.entries(properties)) {
+      if (k === EXISTS_PROPERTY) throw invalidInput(`sql catalog: namespace property ${JSON.stringify(k)} is reserved`);
+      if (typeof v !== 'string') throw invalidInput(`sql catalog: namespace property ${JSON.stringify(k)} must be a string, found ${typeof v}`);
+    }
+    const ns = namespace.join('.');
+    const create = this.db.transaction(() => {
+      if (this.namespaceExistsNow(namespace)) {
+        throw new TwinlakeError('already-exists', `sql catalog: namespace ${ns} already exists`, { namespace });
+      }
+      // Java's JDBC catalog always writes this marker; PyIceberg writes it when there are no other properties.
+      for (const [k, v] of Object.entries({ ...properties, [EXISTS_PROPERTY]: 'true' })) this.sql.insertProperty.run(this.name, ns, k, v);
+    });
+    try {
+      this.run(`creating namespace ${ns}`, () => create.immediate());
+    } catch (e) {
+      // Another process created it between our check and our insert.
+      if (isConstraintError(e)) throw new TwinlakeError('already-exists', `sql catalog: namespace ${ns} already exists`, { namespace });
+      throw e;
+    }
+  }
+
+  async namespaceExists(namespace: string[]): Promise<boolean> {
+    checkNamespace(namespace);
+    return this.namespaceExistsNow(namespace);
+  }
+
+  async loadNamespaceProperties(namespace: string[]): Promise<Record<string, string>> {
+    this.requireNamespace(namespace);
+    const rows = this.run('reading namespace properties', () => this.sql.properties.all(this.name, namespace.join('.'))) as { property_key: string; property_value: string | null }[];
+    const out: Record<string, string> = {};
+    for (const r of rows) if (r.property_key !== EXISTS_PROPERTY && r.property_value !== null) out[r.property_key] = r.property_value;
+    return out;
+  }
+
+  async dropNamespace(namespace: string[]): Promise<void> {
+    checkNamespace(namespace);
+    const ns = namespace.join('.');
+    const drop = this.db.transaction(() => {
+      if (!this.namespaceExistsNow(namespace)) throw notFound(`sql catalog: namespace ${ns} does not exist`, { namespace });
+      const tables = this.sql.countInNamespace.get(this.name, ns) as { n: number };
+      if (tables.n > 0) throw invalidInput(`sql catalog: namespace ${ns} is not empty: it holds ${tables.n} table(s)`, { namespace });
+      const child = this.allNamespaces().find((other) => other.startsWith(ns + '.'));
+      if (child !== undefined) throw invalidInput(`sql catalog: namespace ${ns} is not empty: it holds namespace ${child}`, { namespace });
+      this.sql.deleteNamespace.run(this.name, ns);
+    });
+    this.run(`dropping namespace ${ns}`, () => drop.immediate());
+  }
+
+  // ---- tables
+
+  async listTables(namespace: string[]): Promise<TableIdentifier[]> {
+    this.requireNamespace(namespace);
+    const rows = this.run('listing tables', () => this.sql.listTables.all(this.name, namespace.join('.'))) as { table_name: string }[];
+    return rows.map((r) => ({ namespace: [...namespace], name: r.table_name }));
+  }
+
+  async tableExists(id: TableIdentifier): Promise<boolean> {
+    checkTableIdentifier(id);
+    return this.pointer(id) !== undefined;
+  }
+
+  async loadTable(id: TableIdentifier): Promise<LoadTableResult> {
+    checkTableIdentifier(id);
+    const metadataLocation = this.requirePointer(id);
+    return { metadataLocation, metadata: await this.readMetadata(metadataLocation, id) };
+  }
+
+  async createTable(id: TableIdentifier, metadata: TableMetadata): Promise<LoadTableResult> {
+    checkTableIdentifier(id);
+    this.requireNamespace(id.namespace);
+    if (this.pointer(id) !== undefined) throw alreadyExists(id);
+    const located = metadata.location ? metadata : { ...metadata, location: this.defaultTableLocation(id) };
+    const written = await this.writeMetadataFile(located, 1);
+    try {
+      this.run(`registering ${formatTableIdentifier(id)}`, () => this.sql.insertTable.run(this.name, id.namespace.join('.'), id.name, written.uri));
+    } catch (e) {
+      await this.deleteQuietly(written.uri);
+      throw isConstraintError(e) ? alreadyExists(id) : e;
+    }
+    await this.resetVersionHint(written.uri, written.version);
+    return { metadataLocation: written.uri, metadata: written.metadata };
+  }
+
+  async registerTable(id: TableIdentifier, metadataLocation: string): Promise<LoadTableResult> {
+    checkTableIdentifier(id);
+    this.requireNamespace(id.namespace);
+    if (this.pointer(id) !== undefined) throw alreadyExists(id);
+    const metadata = await this.readMetadata(metadataLocation);
+    try {
+      this.run(`registering ${formatTableIdentifier(id)}`, () => this.sql.insertTable.run(this.name, id.namespace.join('.'), id.name, metadataLocation));
+    } catch (e) {
+      throw isConstraintError(e) ? alreadyExists(id) : e;
+    }
+    return { metadataLocation, metadata };
+  }
+
+  async commitTable(id: TableIdentifier, commit: TableCommit): Promise<CommitResult> {
+    checkTableIdentifier(id);
+    const current = this.requirePointer(id);
+    const base = await this.readMetadata(current, id);
+    let next: TableMetadata;
+    try {
+      checkRequirements(base, commit.requirements);
+      if (commit.updates.length === 0) return { status: 'committed', metadataLocation: current, metadata: base };
+      // applyUpdates reports updates that no longer fit the current metadata (a taken sequence number) as conflicts too.
+      next = applyUpdates(base, commit.updates, { nowMs: this.clock.nowMs(), previousMetadataLocation: current });
+    } catch (e) {
+      if (isTwinlakeError(e, 'commit-conflict')) return { status: 'conflict', reason: e.message };
+      throw e;
+    }
+    const written = await this.writeMetadataFile(next, metadataFileVersion(current) + 1);
+
+    let changed: number;
+    try {
+      changed = this.sql.swap.run(written.uri, current, this.name, id.namespace.join('.'), id.name, current).changes;
+    } catch (e) {
+      if (isBusyError(e)) {
+        // SQLite gave up waiting for the write lock, so the UPDATE did not run.
+        await this.deleteQuietly(written.uri);
+        throw sqlError(e, `committing ${formatTableIdentifier(id)}`, this.dbPath);
+      }
+      throw new TwinlakeError(
+        'commit-state-unknown',
+        `sql catalog: the pointer update of ${formatTableIdentifier(id)} to ${written.uri} failed and may or may not have happened: ${errorText(e)}`,
+        { table: formatTableIdentifier(id), metadataLocation: written.uri },
+        { cause: e },
+      );
+    }
+    if (changed === 0) {
+      await this.deleteQuietly(written.uri);
+      const now = this.pointer(id);
+      return {
+        status: 'conflict',
+        reason: `sql catalog: table ${formatTableIdentifier(id)} was changed by a concurrent commit: expected metadata ${current}, found ${now ?? 'no table'}`,
+      };
+    }
+    await this.advanceVersionHint(id);
+    return { status: 'committed', metadataLocation: written.uri, metadata: written.metadata };
+  }
+
+  async dropTable(id: TableIdentifier, options: { purge?: boolean } = {}): Promise<void> {
+    checkTableIdentifier(id);
+    const current = this.requirePointer(id);
+    let purgePrefix: string | undefined;
+    if (options.purge) {
+      const metadata = await this.readMetadata(current, id).catch(() => undefined);
+      const location = metadata?.location ?? current.replace(/\/metadata\/[^/]+$/, '');
+      purgePrefix = this.keyOf(location) + '/';
+    }
+    const changed = this.run(`dropping ${formatTableIdentifier(id)}`, () => this.sql.dropTable.run(this.name, id.namespace.join('.'), id.name).changes);
+    if (changed === 0) throw notFound(`sql catalog: table ${formatTableIdentifier(id)} does not exist`, { table: formatTableIdentifier(id) });
+    if (purgePrefix !== undefined) {
+      // Everything under the table's folder: data, manifests, metadata, and the Delta log beside them.
+      for await (const object of this.store.list(purgePrefix)) await this.store.delete(object.path);
+    }
+  }
+
+  // ---- internals
+
+  private run<T>(what: string, fn: () => T): T {
+    try {
+      return fn();
+    } catch (e) {
+      throw sqlError(e, what, this.dbPath);
+    }
+  }
+
+  private allNamespaces(): string[] {
+    const rows = this.run('listing namespaces', () => this.sql.allNamespaces.all(this.name, this.name)) as { ns: string }[];
+    return rows.map((r) => r.ns);
+  }
+
+  /** A namespace exists when it has properties or tables, or when a namespace below it does. */
+  private namespaceExistsNow(namespace: string[]): boolean {
+    const ns = namespace.join('.');
+    return this.allNamespaces().some((other) => other === ns || other.startsWith(ns + '.'));
+  }
+
+  private requireNamespace(namespace: string[]): void {
+    checkNamespace(namespace);
+    if (!this.namespaceExistsNow(namespace)) {
+      throw notFound(`sql catalog: namespace ${namespace.join('.')} does not exist`, { namespace });
+    }
+  }
+
+  private pointer(id: TableIdentifier): string | undefined {
+    const row = this.run('reading a table', () => this.sql.getTable.get(this.name, id.namespace.join('.'), id.name)) as
+      | { metadata_location: string | null }
+      | undefined;
+    return row?.metadata_location ?? undefined;
+  }
+
+  private requirePointer(id: TableIdentifier): string {
+    const location = this.pointer(id);
+    if (location === undefined) {
+      throw notFound(`sql catalog: table ${formatTableIdentifier(id)} does not exist`, { table: formatTableIdentifier(id) });
+    }
+    return location;
+  }
+
+  private keyOf(uri: string): string {
+    const key = relativeTo(this.store.root, uri);
+    if (key === undefined || key === '') {
+      throw unsupported(`sql catalog: location ${uri} is outside the warehouse store ${this.store.root}`, { uri });
+    }
+    return key;
+  }
+
+  /** `table` set: the file is the table's current metadata, so a missing file is corrupt state. */
+  private async readMetadata(uri: string, table?: TableIdentifier): Promise<TableMetadata> {
+    let bytes: Uint8Array;
+    try {
+      bytes = await this.store.get(this.keyOf(uri));
+    } catch (e) {
+      if (table && isTwinlakeError(e, 'not-found')) {
+        throw new TwinlakeError('data-invalid', `sql catalog: table ${formatTableIdentifier(table)} points to metadata file ${uri}, which does not exist`, { uri });
+      }
+      throw e;
+    }
+    return parseTableMetadata(new TextDecoder().decode(bytes));
+  }
+
+  /**
+   * Writes `v<N>.metadata.json` create-only. A taken name (a crash leftover, a concurrent writer,
+   * or files of a dropped table of the same name) moves on to the next number; after a few
+   * misses it jumps past the highest version in the folder.
+   */
+  private async writeMetadataFile(metadata: TableMetadata, firstVersion: number): Promise<{ uri: string; version: number; metadata: TableMetadata }> {
+    const dir = metadataFolder(metadata);
+    const body = serializeTableMetadata(metadata);
+    let version = firstVersion;
+    for (let attempt = 0; attempt < 8; attempt++) {
+      const uri = `${dir}/v${version}.metadata.json`;
+      if (await this.store.putIfAbsent(this.keyOf(uri), body)) return { uri, version, metadata: parseTableMetadata(body) };
+      version = attempt < 2 ? version + 1 : Math.max(version, await this.highestVersion(dir)) + 1;
+    }
+    throw new TwinlakeError('commit-conflict', `sql catalog: every metadata file name tried in ${dir} was taken by concurrent writers`, { dir });
+  }
+
+  private async highestVersion(dir: string): Promise<number> {
+    let max = 0;
+    for await (const object of this.store.list(this.keyOf(dir) + '/')) {
+      if (object.path.endsWith('.metadata.json')) max = Math.max(max, metadataFileVersion(object.path));
+    }
+    return max;
+  }
+
+  /**
+   * `version-hint.text`, next to the current metadata file, lets path-based readers find it without
+   * the catalog. It only moves forward, to the version the catalog points at; writing it again
+   * when a concurrent commit moved the pointer while we wrote undoes a stale overwrite. A failure
+   * here does not undo the commit, which already happened: the catalog row is the truth.
+   */
+  private async advanceVersionHint(id: TableIdentifier): Promise<void> {
+    try {
+      for (let attempt = 0; attempt < 3; attempt++) {
+        const pointer = this.pointer(id);
+        const version = pointer === undefined ? undefined : ownMetadataVersion(pointer);
+        if (pointer === undefined || version === undefined) return;
+        const key = this.keyOf(hintLocation(pointer));
+        const held = await this.store.get(key).then(
+          (b) => Number.parseInt(new TextDecoder().decode(b).trim(), 10),
+          () => 0,
+        );
+        if (held >= version) return;
+        await this.store.put(key, String(version));
+      }
+    } catch {
+      // See above: the hint is an optimisation.
+    }
+  }
+
+  /** A new table's hint wins over one left by a dropped table of the same name. */
+  private async resetVersionHint(metadataLocation: string, version: number): Promise<void> {
+    await this.store.put(this.keyOf(hintLocation(metadataLocation)), String(version)).catch(() => undefined);
+  }
+
+  private async deleteQuietly(uri: string): Promise<void> {
+    // Nothing points at this file; if deleting fails it is an orphan that cleanup removes later.
+    await this.store.delete(this.keyOf(uri)).catch(() => undefined);
+  }
+}
+
+const EXISTS_PROPERTY = 'exists';
+const BUSY_TIMEOUT_MS = 10_000;
+
+/**
+ * The version number of a metadata file name: `v12.metadata.json` (ours, Hadoop tables) or
+ * `00012-<uuid>.metadata.json` (Java and PyIceberg catalogs); 0 for other names.
+ */
+export function metadataFileVersion(location: string): number {
+  const name = location.slice(location.lastIndexOf('/') + 1);
+  const m = /^v(\d+)(?:\.gz)?\.metadata\.json$/.exec(name) ?? /^(\d+)-.*\.metadata\.json$/.exec(name);
+  return m ? Number(m[1]) : 0;
+}
+
+/** The N of our own `v<N>.metadata.json` names, the form path-based readers resolve a hint to. */
+function ownMetadataVersion(location: string): number | undefined {
+  const m = /\/v(\d+)\.metadata\.json$/.exec(location);
+  return m ? Number(m[1]) : undefined;
+}
+
+function hintLocation(metadataLocation: string): string {
+  return metadataLocation.slice(0, metadataLocation.lastIndexOf('/')) + '/version-hint.text';
+}
+
+/** Iceberg's `write.metadata.path` table property moves metadata files out of `<location>/metadata`. */
+function metadataFolder(metadata: TableMetadata): string {
+  return (metadata.properties?.['write.metadata.path'] ?? `${metadata.location}/metadata`).replace(/\/+$/, '');
+}
+
+function openDatabase(dbPath: string): Database.Database {
+  let db: Database.Database | undefined;
+  try {
+    if (dbPath !== ':memory:') mkdirSync(nodePath.dirname(nodePath.resolve(dbPath)), { recursive: true });
+    db = new Database(dbPath, { timeout: BUSY_TIMEOUT_MS });
+    // WAL lets readers in other processes (Spark, PyIceberg, a second twinlake) work during a commit.
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = FULL');
+    // The DDL of Iceberg's JdbcUtil (V0) and PyIceberg's SqlCatalog models.
+    db.exec(`
+      CREATE TABLE IF NOT EXISTS iceberg_tables (
+        catalog_name VARCHAR(255) NOT NULL,
+        table_namespace VARCHAR(255) NOT NULL,
+        table_name VARCHAR(255) NOT NULL,
+        metadata_location VARCHAR(1000),
+        previous_metadata_location VARCHAR(1000),
+        PRIMARY KEY (catalog_name, table_namespace, table_name)
+      );
+      CREATE TABLE IF NOT EXISTS iceberg_namespace_properties (
+        catalog_name VARCHAR(255) NOT NULL,
+        namespace VARCHAR(255) NOT NULL,
+        property_key VARCHAR(255),
+        property_value VARCHAR(1000),
+        PRIMARY KEY (catalog_name, namespace, property_key)
+      );
+    `);
+    return db;
+  } catch (e) {
+    db?.close();
+    throw sqlError(e, 'opening the catalog database', dbPath);
+  }
+}
+
+function prepare(db: Database.Database) {
+  const hasType = db.prepare(`SELECT 1 FROM pragma_table_info('iceberg_tables') WHERE name = 'iceberg_type'`).get() !== undefined;
+  // In Java's V1 schema NULL means a table written before views existed.
+  const onlyTables = hasType ? ` AND (iceberg_type = 'TABLE' OR iceberg_type IS NULL)` : '';
+  const key = 'catalog_name = ? AND table_namespace = ? AND table_name = ?';
+  return {
+    getTable: db.prepare(`SELECT metadata_location FROM iceberg_tables WHERE ${key}${onlyTables}`),
+    listTables: db.prepare(`SELECT table_name FROM iceberg_tables WHERE catalog_name = ? AND table_namespace = ?${onlyTables} ORDER BY table_name`),
+    insertTable: db.prepare(
+      hasType
+        ? `INSERT INTO iceberg_tables (catalog_name, table_namespace, table_name, metadata_location, previous_metadata_location, iceberg_type) VALUES (?, ?, ?, ?, NULL, 'TABLE')`
+        : `INSERT INTO iceberg_tables (catalog_name, table_namespace, table_name, metadata_location, previous_metadata_location) VALUES (?, ?, ?, ?, NULL)`,
+    ),
+    swap: db.prepare(
+      `UPDATE iceberg_tables SET metadata_location = ?, previous_metadata_location = ? WHERE ${key} AND metadata_location = ?${onlyTables}`,
+    ),
+    dropTable: db.prepare(`DELETE FROM iceberg_tables WHERE ${key}${onlyTables}`),
+    countInNamespace: db.prepare(`SELECT COUNT(*) AS n FROM iceberg_tables WHERE catalog_name = ? AND table_namespace = ?`),
+    allNamespaces: db.prepare(
+      `SELECT table_namespace AS ns FROM iceberg_tables WHERE catalog_name = ? UNION SELECT namespace AS ns FROM iceberg_namespace_properties WHERE catalog_name = ?`,
+    ),
+    properties: db.prepare(`SELECT property_key, property_value FROM iceberg_namespace_properties WHERE catalog_name = ? AND namespace = ?`),
+    insertProperty: db.prepare(`INSERT INTO iceberg_namespace_properties (catalog_name, namespace, property_key, property_value) VALUES (?, ?, ?, ?)`),
+    deleteNamespace: db.prepare(`DELETE FROM iceberg_namespace_properties WHERE catalog_name = ? AND namespace = ?`),
+  };
+}
+
+function alreadyExists(id: TableIdentifier): TwinlakeError {
+  return new TwinlakeError('already-exists', `sql catalog: table ${formatTableIdentifier(id)} already exists`, { table: formatTableIdentifier(id) });
+}
+
+function sqliteCode(e: unknown): string {
+  const code = (e as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : '';
+}
+
+function isConstraintError(e: unknown): boolean {
+  const cause = e instanceof TwinlakeError ? e.cause : e;
+  return sqliteCode(cause).startsWith('SQLITE_CONSTRAINT');
+}
+
+function isBusyError(e: unknown): boolean {
+  return /^SQLITE_(BUSY|LOCKED)/.test(sqliteCode(e));
+}
+
+function errorText(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
+
+function sqlError(e: unknown, what: string, dbPath: string): unknown {
+  if (e instanceof TwinlakeError || isConstraintError(e)) return e;
+  const code = sqliteCode(e);
+  if (isBusyError(e)) {
+    return new TwinlakeError('io', `sql catalog: ${dbPath} stayed locked by another connection for ${BUSY_TIMEOUT_MS / 1000} s while ${what}`, { dbPath, code }, { cause: e, retryable: true });
+  }
+  // SQLite reports its own codes; creating the folder beforehand reports Node's.
+  if (/^SQLITE_(READONLY|CANTOPEN|PERM|AUTH)/.test(code) || /^(EACCES|EROFS|EPERM|ENOTDIR|EEXIST)$/.test(code)) {
+    return new TwinlakeError('io', `sql catalog: cannot use ${dbPath} while ${what}: the file or its folder is not writable (${code || errorText(e)})`, { dbPath, code }, { cause: e, retryable: false });
+  }
+  return new TwinlakeError('io', `sql catalog: ${what} in ${dbPath} failed: ${errorText(e)}`, { dbPath, code }, { cause: e });
+}

@@ -1,0 +1,257 @@
+import { randomBytes } from 'node:crypto';
+import { promises as fs } from 'node:fs';
+import * as nodePath from 'node:path';
+import { TwinlakeError, invalidInput, notFound } from '../core/errors.ts';
+import { fileUri } from '../core/uri.ts';
+import type { ObjectMeta, ObjectStore } from './object-store.ts';
+
+/**
+ * An ObjectStore over a local directory (DESIGN.md §7). Every write goes to a temporary file in the
+ * target's folder first, is fsynced, and only then appears under its name: by `rename` for put
+ * (readers see the old or the new object, never half of one) and by `link` for putIfAbsent (the
+ * kernel refuses a taken name, so exactly one concurrent writer wins, across processes too).
+ *
+ * Deleting the last object in a folder leaves the empty folder in place: the engine writes data
+ * files straight to `localPath()` after creating their folder, and removing folders could pull one
+ * away from under such a writer.
+ */
+export class LocalStore implements ObjectStore {
+  readonly root: string;
+  /** The absolute directory the keys are relative to. */
+  readonly rootDir: string;
+
+  constructor(rootDir: string) {
+    const abs = nodePath.resolve(rootDir);
+    if (abs === nodePath.parse(abs).root) {
+      throw invalidInput(`local store: expected a directory below the filesystem root, found ${JSON.stringify(rootDir)}`);
+    }
+    this.rootDir = abs;
+    this.root = fileUri(abs);
+  }
+
+  localPath(key: string): string {
+    checkKey(key);
+    return nodePath.join(this.rootDir, key);
+  }
+
+  async get(key: string, range?: { offset: number; length: number }): Promise<Uint8Array> {
+    const file = this.localPath(key);
+    if (range) checkRange(range, key);
+    try {
+      if (!range) {
+        const buf = await fs.readFile(file);
+        return new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
+      }
+      const handle = await fs.open(file, 'r');
+      try {
+        const out = new Uint8Array(range.length);
+        let filled = 0;
+        while (filled < range.length) {
+          const { bytesRead } = await handle.read(out, filled, range.length - filled, range.offset + filled);
+          if (bytesRead === 0) break;
+          filled += bytesRead;
+        }
+        return out.subarray(0, filled);
+      } finally {
+        await handle.close();
+      }
+    } catch (e) {
+      throw fsError(e, 'read', file);
+    }
+  }
+
+  async head(key: string): Promise<{ size: number; modified: number } | undefined> {
+    const file = this.localPath(key);
+    try {
+      const st = await fs.stat(file);
+      return st.isFile() ? { size: st.size, modified: Math.floor(st.mtimeMs) } : undefined;
+    } catch (e) {
+      if (isCode(e, 'ENOENT', 'ENOTDIR')) return undefined;
+      throw fsError(e, 'read', file);
+    }
+  }
+
+  async put(key: string, body: Uint8Array | string): Promise<void> {
+    const file = this.localPath(key);
+    const temp = await writeTemp(file, body);
+    try {
+      await fs.rename(temp, file);
+    } catch (e) {
+      await fs.rm(temp, { force: true });
+      throw fsError(e, 'write', file);
+    }
+    await fsyncDir(nodePath.dirname(file));
+  }
+
+  async putIfAbsent(key: string, body: Uint8Array | string): Promise<boolean> {
+    const file = this.localPath(key);
+    const temp = await writeTemp(file, body);
+    let created: boolean;
+    try {
+      await fs.link(temp, file);
+      created = true;
+    } catch (e) {
+      if (!isCode(e, 'EEXIST')) throw fsError(e, 'write', file);
+      created = false;
+    } finally {
+      await fs.rm(temp, { force: true });
+    }
+    if (created) await fsyncDir(nodePath.dirname(file));
+    return created;
+  }
+
+  async *list(prefix: string): AsyncIterable<ObjectMeta> {
+    checkPrefix(prefix);
+    const slash = prefix.lastIndexOf('/');
+    const out: ObjectMeta[] = [];
+    await this.walk(slash < 0 ? '' : prefix.slice(0, slash), prefix, out);
+    out.sort((a, b) => compareKeys(a.path, b.path));
+    yield* out;
+  }
+
+  async delete(key: string): Promise<void> {
+    const file = this.localPath(key);
+    try {
+      await fs.unlink(file);
+    } catch (e) {
+      // A folder is not an object: deleting its key deletes nothing, like a missing key.
+      if (isCode(e, 'ENOENT', 'ENOTDIR', 'EISDIR')) return;
+      throw fsError(e, 'delete', file);
+    }
+  }
+
+  private async walk(dirKey: string, prefix: string, out: ObjectMeta[]): Promise<void> {
+    const dir = dirKey === '' ? this.rootDir : nodePath.join(this.rootDir, dirKey);
+    let entries;
+    try {
+      entries = await fs.readdir(dir, { withFileTypes: true });
+    } catch (e) {
+      if (isCode(e, 'ENOENT', 'ENOTDIR')) return;
+      throw fsError(e, 'list', dir);
+    }
+    await Promise.all(
+      entries.map(async (entry) => {
+        const key = dirKey === '' ? entry.name : `${dirKey}/${entry.name}`;
+        if (entry.isDirectory()) {
+          const asDir = key + '/';
+          if (asDir.startsWith(prefix) || prefix.startsWith(asDir)) await this.walk(key, prefix, out);
+          return;
+        }
+        if (!key.startsWith(prefix) || isTempName(entry.name)) return;
+        try {
+          const st = await fs.stat(nodePath.join(dir, entry.name));
+          if (st.isFile()) out.push({ path: key, size: st.size, modified: Math.floor(st.mtimeMs) });
+        } catch (e) {
+          // Deleted while listing, or a dangling link: not an object.
+          if (!isCode(e, 'ENOENT', 'ENOTDIR')) throw fsError(e, 'list', nodePath.join(dir, entry.name));
+        }
+      }),
+    );
+  }
+}
+
+const TEMP_NAME = /^\..*\.[0-9a-f]{16}\.tmp$/;
+
+function isTempName(name: string): boolean {
+  return TEMP_NAME.test(name);
+}
+
+function tempPath(file: string): string {
+  const base = nodePath.basename(file);
+  // Keep the temp name within the 255-byte name limit of common filesystems.
+  const stem = Buffer.byteLength(base) <= 200 ? base : 'object';
+  return nodePath.join(nodePath.dirname(file), `.${stem}.${randomBytes(8).toString('hex')}.tmp`);
+}
+
+/** Writes and fsyncs the body under a fresh temporary name next to `file`, creating folders. */
+async function writeTemp(file: string, body: Uint8Array | string): Promise<string> {
+  const dir = nodePath.dirname(file);
+  const temp = tempPath(file);
+  try {
+    const firstCreated = await fs.mkdir(dir, { recursive: true });
+    if (firstCreated !== undefined) await fsyncNewFolders(firstCreated, dir);
+    const handle = await fs.open(temp, 'wx');
+    try {
+      await handle.writeFile(body);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    return temp;
+  } catch (e) {
+    await fs.rm(temp, { force: true }).catch(() => undefined);
+    throw fsError(e, 'write', file);
+  }
+}
+
+/** A new folder is durable once the folder holding its entry is synced. */
+async function fsyncNewFolders(firstCreated: string, dir: string): Promise<void> {
+  for (let d = dir; ; d = nodePath.dirname(d)) {
+    await fsyncDir(nodePath.dirname(d));
+    if (d === firstCreated || d === nodePath.dirname(d)) break;
+  }
+}
+
+async function fsyncDir(dir: string): Promise<void> {
+  let handle;
+  try {
+    handle = await fs.open(dir, 'r');
+    await handle.sync();
+  } catch (e) {
+    // Some filesystems refuse fsync on folders; the rename or link itself already happened.
+    if (!isCode(e, 'EINVAL', 'ENOTSUP', 'EISDIR')) throw fsError(e, 'write', dir);
+  } finally {
+    await handle?.close();
+  }
+}
+
+function isCode(e: unknown, ...codes: string[]): boolean {
+  const code = (e as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && codes.includes(code);
+}
+
+/** Node fs errors as TwinlakeErrors that name the path and say what is wrong with it. */
+function fsError(e: unknown, op: 'read' | 'write' | 'list' | 'delete', file: string): TwinlakeError {
+  if (e instanceof TwinlakeError) return e;
+  const code = (e as { code?: string } | null)?.code ?? 'unknown error';
+  if (op === 'read' && isCode(e, 'ENOENT', 'ENOTDIR', 'EISDIR')) return notFound(`local store: no object at ${file}`, { path: file });
+  const writing = op === 'write' || op === 'delete';
+  let why: string;
+  if (isCode(e, 'EACCES', 'EPERM', 'EROFS')) why = `the path is not ${writing ? 'writable' : 'readable'} (${code})`;
+  else if (writing && isCode(e, 'ENOTDIR', 'EEXIST')) why = `a parent of the path is not a directory (${code})`;
+  else if (isCode(e, 'ENOSPC', 'EDQUOT')) why = `no space left on the device (${code})`;
+  else if (isCode(e, 'EISDIR')) why = `the path is a directory (${code})`;
+  else why = e instanceof Error ? e.message : String(e);
+  const permanent = isCode(e, 'EACCES', 'EPERM', 'EROFS', 'ENOTDIR', 'EEXIST', 'EISDIR');
+  return new TwinlakeError('io', `local store: cannot ${op} ${file}: ${why}`, { path: file, code }, { cause: e, retryable: !permanent });
+}
+
+/** Keys must stay inside the root: `/`-separated, no empty, `.` or `..` segments, no leading `/`. */
+function checkKey(key: string): void {
+  if (typeof key !== 'string' || key === '') throw invalidInput(`local store: expected a non-empty object key, found ${JSON.stringify(key)}`);
+  if (key.includes('\0')) throw invalidInput(`local store: object key ${JSON.stringify(key)} contains a NUL character`);
+  for (const segment of key.split('/')) {
+    if (segment === '' || segment === '.' || segment === '..') {
+      throw invalidInput(`local store: expected a relative key without empty, '.' or '..' segments, found ${JSON.stringify(key)}`);
+    }
+  }
+}
+
+function checkPrefix(prefix: string): void {
+  if (prefix === '') return;
+  const segments = prefix.split('/');
+  if (segments.slice(0, -1).some((s) => s === '' || s === '.' || s === '..') || segments.at(-1) === '..' || prefix.includes('\0')) {
+    throw invalidInput(`local store: expected a relative key prefix without empty, '.' or '..' segments, found ${JSON.stringify(prefix)}`);
+  }
+}
+
+function checkRange(range: { offset: number; length: number }, key: string): void {
+  if (!Number.isSafeInteger(range.offset) || !Number.isSafeInteger(range.length) || range.offset < 0 || range.length < 0) {
+    throw invalidInput(`local store: expected a range of non-negative integers for ${JSON.stringify(key)}, found ${JSON.stringify(range)}`);
+  }
+}
+
+/** Byte order of the UTF-8 forms, the order cloud object stores list in. */
+function compareKeys(a: string, b: string): number {
+  return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
+}
