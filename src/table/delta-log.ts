@@ -79,7 +79,14 @@ export async function readDeltaSnapshot(
   const version = opts.timestampMs !== undefined ? await versionAt(store, tableRoot, listing, opts.timestampMs) : opts.version;
   const target = version ?? Infinity;
   const lastCheckpoint = hint && hint.version <= target ? { version: hint.version, ...(hint.parts !== undefined ? { parts: hint.parts } : {}) } : undefined;
-  const segment = listLogSegment([...listing.files.keys()], { ...(version !== undefined ? { version } : {}), ...(lastCheckpoint ? { lastCheckpoint } : {}) });
+  const names = [...listing.files.keys()];
+  let segment = listLogSegment(names, { ...(version !== undefined ? { version } : {}), ...(lastCheckpoint ? { lastCheckpoint } : {}) });
+  // A checkpoint known only from the hint must exist; a stale hint falls back to the listing.
+  const unlisted = segment.checkpoint?.files.filter((f) => !listing.files.has(f)) ?? [];
+  if (unlisted.length > 0) {
+    const found = await Promise.all(unlisted.map((f) => store.head(logPrefix(tableRoot) + f)));
+    if (found.some((h) => h === undefined)) segment = listLogSegment(names, version !== undefined ? { version } : {});
+  }
 
   const commitsToRead = segment.commits.map((c) => c.version);
   const cp = segment.checkpoint;

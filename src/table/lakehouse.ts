@@ -23,6 +23,11 @@ export interface LakehouseOptions {
   /** Receives warnings (e.g. a Delta commit that will be repaired later). Default: stderr. */
   onWarning?: (message: string) => void;
   clock?: Clock;
+  /**
+   * Storage access for table files. Default: local disk. Tests pass a FileIO whose stores fail at
+   * chosen calls, to prove that a failure at any step loses nothing.
+   */
+  io?: FileIO;
 }
 
 /** A FileIO for local `file:` URIs and absolute paths. */
@@ -59,7 +64,7 @@ export class Lakehouse {
     } catch (e) {
       throw new TwinlakeError('io', `warehouse: cannot create ${dir} (${errorMessage(e)})`);
     }
-    const io = localFileIO();
+    const io = opts.io ?? localFileIO();
     const warehouse = fileUri(dir);
     let catalog = opts.catalog;
     if (!catalog) {

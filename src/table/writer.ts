@@ -14,6 +14,8 @@ import type { DataFile, Schema, StructType, TableMetadata } from '../spec/iceber
 import { catchUpDelta, DELTA_VERSION_KEY, nextDeltaVersion } from './delta-projection.ts';
 import { writeDeltaCheckpointIfDue } from './delta-checkpoint.ts';
 import { prepareInput, type PreparedInput, type WriteInput } from './input.ts';
+import { diagnoseInput, isBlank } from './input-diagnostics.ts';
+import type { DuckDBSession } from '../engine/duckdb-session.ts';
 import { assignPhysicalNames } from './physical-names.ts';
 import { SnapshotProducer } from './snapshot-producer.ts';
 import type { TableContext } from './table-context.ts';
@@ -75,9 +77,10 @@ export async function writeTable(ctx: TableContext, input: WriteInput, opts: Wri
   const prepared = await prepareInput(input);
   try {
     const session = await ctx.session();
-    const incoming = opts.schema ?? (await inferSchema(session, { path: prepared.path, format: prepared.format }));
-
+    if (await isBlank(prepared)) throw invalidInput(`input ${prepared.displayName}: no records; nothing was written`);
     let loaded = await tryLoad(ctx);
+    let incoming = opts.schema ?? (await inferOrExplain(session, prepared));
+    if (loaded && !opts.schema) incoming = alignToTable(incoming, currentSchema(loaded.metadata));
     if (loaded) await repairDelta(ctx, loaded.metadata, warn);
 
     for (let encodeAttempt = 0; ; encodeAttempt++) {
@@ -120,6 +123,54 @@ export async function writeTable(ctx: TableContext, input: WriteInput, opts: Wri
   } finally {
     await prepared.dispose();
   }
+}
+
+async function inferOrExplain(session: DuckDBSession, input: PreparedInput): Promise<StructType> {
+  try {
+    return await inferSchema(session, { path: input.path, format: input.format });
+  } catch (e) {
+    throw (await diagnoseInput(input)) ?? (isTwinlakeError(e) ? e : invalidInput(`input ${input.displayName}: ${errorMessage(e)}`));
+  }
+}
+
+const STORAGE_ERRORS = new Set(['EACCES', 'EPERM', 'EROFS', 'ENOSPC', 'ENOTDIR', 'EEXIST', 'EISDIR']);
+
+async function explainEncodeFailure(e: unknown, input: PreparedInput, dataDir: string): Promise<TwinlakeError> {
+  const code = (e as { code?: string }).code;
+  if (code && STORAGE_ERRORS.has(code)) {
+    return new TwinlakeError('io', `storage: cannot write data files under ${dataDir}: not writable (${code})`, {}, { cause: e });
+  }
+  if (isTwinlakeError(e) && e.kind !== 'invalid-input' && e.kind !== 'data-invalid') return e;
+  // A record the sample used for inference did not cover may be malformed: find it.
+  const diagnosis = await diagnoseInput(input);
+  if (diagnosis) return diagnosis;
+  return isTwinlakeError(e) ? e : invalidInput(`input ${input.displayName}: ${errorMessage(e)}`);
+}
+
+/**
+ * For an existing table, an input column whose inferred primitive type differs from the table's
+ * is read as the table's type: CSV digits become the table's decimal, and a value that does not
+ * fit fails on that very row with its column, row and value named.
+ */
+function alignToTable(incoming: StructType, table: Schema): StructType {
+  const byName = new Map(table.fields.map((f) => [f.name, f]));
+  return {
+    ...incoming,
+    fields: incoming.fields.map((f) => {
+      const t = byName.get(f.name);
+      if (!t || typeof t.type !== 'string' || typeof f.type !== 'string' || t.type === f.type) return f;
+      if (isWidening(t.type, f.type)) return f; // evolution widens the table instead
+      return { ...f, type: t.type };
+    }),
+  };
+}
+
+function isWidening(tableType: string, batchType: string): boolean {
+  if (tableType === 'int' && batchType === 'long') return true;
+  if (tableType === 'float' && batchType === 'double') return true;
+  const a = /^decimal\((\d+),\s*(\d+)\)$/.exec(tableType);
+  const b = /^decimal\((\d+),\s*(\d+)\)$/.exec(batchType);
+  return !!a && !!b && a[2] === b[2] && Number(b[1]) > Number(a[1]);
 }
 
 async function tryLoad(ctx: TableContext): Promise<LoadTableResult | undefined> {
@@ -216,13 +267,12 @@ async function encode(ctx: TableContext, plan: SchemaPlan, input: PreparedInput,
       physicalNames: plan.physicalNames,
       outputDir: localDir,
       targetFileSizeBytes: plan.targetFileSize,
-      filePrefix: `${writeId}`,
+      filePrefix: `${writeId}-`,
     });
   } catch (e) {
     // The engine may have left partial files behind: remove everything this write named.
     await removeByPrefix(ctx, dataDir, writeId);
-    if (isTwinlakeError(e)) throw e;
-    throw invalidInput(`input ${input.displayName}: ${errorMessage(e)}`);
+    throw await explainEncodeFailure(e, input, dataDir);
   }
   const files = stats.map((s) => joinUri(dataDir, basename(s.path)));
   const rows = stats.reduce((a, s) => a + s.recordCount, 0);
@@ -300,7 +350,7 @@ async function commit(ctx: TableContext, plan: SchemaPlan, written: EncodedFiles
       const rebased = rebasePlan(ctx, plan, base.metadata);
       if (!rebased) return { status: 'schema-moved', loaded: base };
       const { updates, requirements, metadataForSnapshot } = rebased;
-      const nowMs = Math.max(ctx.clock.nowMs(), base.metadata['last-updated-ms']);
+      const nowMs = Math.max(ctx.clock.nowMs(), base.metadata['last-updated-ms'] + 1);
       const parent = currentSnapshot(base.metadata);
       const produced = await producer.produce(metadataForSnapshot, nowMs, {
         schema: currentSchema(metadataForSnapshot),
@@ -378,7 +428,7 @@ function sameColumns(encoded: Schema, _metadata: TableMetadata, plan: SchemaPlan
 
 async function createWithSnapshot(ctx: TableContext, plan: SchemaPlan, producer: SnapshotProducer): Promise<CommitOutcome | undefined> {
   const base = plan.newTable!;
-  const nowMs = Math.max(ctx.clock.nowMs(), base['last-updated-ms']);
+  const nowMs = Math.max(ctx.clock.nowMs(), base['last-updated-ms'] + 1);
   const produced = await producer.produce(base, nowMs, { schema: plan.schema, summaryExtra: summaryExtra(base, undefined) });
   const metadata = applyUpdates(
     base,

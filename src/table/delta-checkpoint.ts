@@ -1,0 +1,57 @@
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { errorMessage } from '../core/errors.ts';
+import { stringifyJson } from '../core/json.ts';
+import { quoteString } from '../engine/duckdb-session.ts';
+import { buildLastCheckpoint, CHECKPOINT_COLUMNS, checkpointActions, parseLastCheckpoint } from '../spec/delta/checkpoint.ts';
+import { checkpointPath } from '../spec/delta/actions.ts';
+import type { TableMetadata } from '../spec/iceberg/types.ts';
+import { readDeltaSnapshot } from './delta-log.ts';
+import { checkpointInterval } from './delta-projection.ts';
+import type { TableContext } from './table-context.ts';
+import { identString } from './table-context.ts';
+
+/**
+ * A classic Parquet checkpoint every `delta.checkpointInterval` versions (PROTOCOL.md
+ * §Checkpoints), so readers and writers start from it instead of replaying the whole log. A
+ * checkpoint is an optimization: failing to write one only warns.
+ */
+export async function writeDeltaCheckpointIfDue(ctx: TableContext, metadata: TableMetadata, version: number, warn: (m: string) => void): Promise<void> {
+  const interval = checkpointInterval(metadata);
+  if (version === 0 || version % interval !== 0) return;
+  try {
+    await writeDeltaCheckpoint(ctx, metadata.location, version);
+  } catch (e) {
+    warn(`delta: checkpoint ${version} of ${identString(ctx.ident)} was not written (${errorMessage(e)})`);
+  }
+}
+
+export async function writeDeltaCheckpoint(ctx: Pick<TableContext, 'io' | 'session'>, location: string, version: number): Promise<void> {
+  const { store, key } = ctx.io.storeAt(location);
+  const snapshot = await readDeltaSnapshot(store, key, { version });
+  const rows = checkpointActions(snapshot);
+  const dir = await mkdtemp(join(tmpdir(), 'twinlake-checkpoint-'));
+  try {
+    const json = join(dir, 'rows.ndjson');
+    const parquet = join(dir, 'checkpoint.parquet');
+    await writeFile(json, rows.map((r) => stringifyJson(r)).join('\n') + '\n');
+    const columns = CHECKPOINT_COLUMNS.map((c) => `${quoteString(c.name)}: ${quoteString(c.type)}`).join(', ');
+    const session = await ctx.session();
+    await session.run(
+      `COPY (SELECT ${CHECKPOINT_COLUMNS.map((c) => `"${c.name}"`).join(', ')} FROM read_json(${quoteString(json)}, format = 'newline_delimited', columns = {${columns}})) ` +
+        `TO ${quoteString(parquet)} (FORMAT parquet, COMPRESSION zstd)`,
+    );
+    const bytes = await readFile(parquet);
+    const uri = `${location}/${checkpointPath(version)}`;
+    // Two writers may both checkpoint version N; the files they write describe the same state.
+    await ctx.io.writeIfAbsent(uri, bytes);
+    const lastUri = `${location}/_delta_log/_last_checkpoint`;
+    const current = (await ctx.io.exists(lastUri)) ? parseLastCheckpoint(await ctx.io.readText(lastUri)).version : -1;
+    if (current < version) {
+      await ctx.io.write(lastUri, buildLastCheckpoint({ version, size: rows.length, sizeInBytes: bytes.length, numOfAddFiles: snapshot.files.length }));
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
