@@ -1,0 +1,55 @@
+import type { ObjectMeta, ObjectStore } from '../src/io/object-store.ts';
+import { TwinlakeError } from '../src/core/errors.ts';
+
+export type StoreCall = 'get' | 'head' | 'put' | 'putIfAbsent' | 'list' | 'delete';
+
+/**
+ * An ObjectStore that fails the calls a test chooses (DESIGN.md §9), to prove that a failure at
+ * any step loses nothing and leaves both formats readable.
+ */
+export class FaultyStore implements ObjectStore {
+  /** Return true to make a call fail. */
+  failWhen: (call: StoreCall, path: string) => boolean = () => false;
+  readonly failures: { call: StoreCall; path: string }[] = [];
+
+  constructor(private readonly inner: ObjectStore) {}
+
+  get root(): string {
+    return this.inner.root;
+  }
+
+  private check(call: StoreCall, path: string): void {
+    if (this.failWhen(call, path)) {
+      this.failures.push({ call, path });
+      throw new TwinlakeError('io', `injected failure: ${call} ${path}`);
+    }
+  }
+
+  async get(path: string, range?: { offset: number; length: number }) {
+    this.check('get', path);
+    return this.inner.get(path, range);
+  }
+  async head(path: string) {
+    this.check('head', path);
+    return this.inner.head(path);
+  }
+  async put(path: string, body: Uint8Array | string) {
+    this.check('put', path);
+    return this.inner.put(path, body);
+  }
+  async putIfAbsent(path: string, body: Uint8Array | string) {
+    this.check('putIfAbsent', path);
+    return this.inner.putIfAbsent(path, body);
+  }
+  async *list(prefix: string): AsyncIterable<ObjectMeta> {
+    this.check('list', prefix);
+    yield* this.inner.list(prefix);
+  }
+  async delete(path: string) {
+    this.check('delete', path);
+    return this.inner.delete(path);
+  }
+  localPath(path: string) {
+    return this.inner.localPath?.(path);
+  }
+}

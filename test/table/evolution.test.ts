@@ -1,0 +1,89 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Lakehouse, TwinlakeError } from '../../src/index.ts';
+import { tempDir } from '../helpers.ts';
+
+const byId = (rows: Record<string, unknown>[]) => [...rows].sort((a, b) => Number(a.id) - Number(b.id));
+
+describe('schema evolution', () => {
+  const tmp = tempDir();
+  let lake: Lakehouse;
+  beforeAll(async () => {
+    lake = await Lakehouse.open({ warehouse: tmp.path });
+  });
+  afterAll(async () => {
+    await lake.close();
+    tmp.cleanup();
+  });
+
+  it('adds a column with a new field ID in both formats; old rows read as null', async () => {
+    const t = lake.table('evo.add');
+    const first = await t.append([{ id: 1, name: 'a' }]);
+    const second = await t.append([{ id: 2, name: 'b', score: 9.5 }]);
+    const schema = await t.schema();
+    expect(schema.fields.map((f) => [f.id, f.name])).toEqual([
+      [1, 'id'],
+      [2, 'name'],
+      [3, 'score'],
+    ]);
+    for (const format of ['iceberg', 'delta'] as const) {
+      const rows = byId(await t.read({ format }));
+      expect(rows.map((r) => [Number(r.id), r.name, r.score])).toEqual([
+        [1, 'a', null],
+        [2, 'b', 9.5],
+      ]);
+    }
+    // The old version reads with its old schema in both formats.
+    const oldIceberg = await t.read({ snapshotId: first.snapshotId });
+    const oldDelta = await t.read({ format: 'delta', version: first.deltaVersion });
+    expect(Object.keys(oldIceberg[0]!).sort()).toEqual(['id', 'name']);
+    expect(Object.keys(oldDelta[0]!).sort()).toEqual(['id', 'name']);
+    expect(second.deltaVersion).toBe(first.deltaVersion! + 1);
+  });
+
+  it('widens int to long and keeps reading the old files', async () => {
+    const t = lake.table('evo.widen');
+    const intSchema = { type: 'struct' as const, fields: [{ id: 0, name: 'id', required: false, type: 'int' }, { id: 0, name: 'n', required: false, type: 'int' }] };
+    const first = await t.append([{ id: 1, n: 7 }], { schema: intSchema });
+    expect((await t.schema()).fields.map((f) => f.type)).toEqual(['int', 'int']);
+    await t.append([{ id: 2, n: 5_000_000_000 }]); // inferred as long
+    expect((await t.schema()).fields.map((f) => f.type)).toEqual(['long', 'long']);
+    for (const format of ['iceberg', 'delta'] as const) {
+      const rows = byId(await t.read({ format }));
+      expect(rows.map((r) => [Number(r.id), Number(r.n)])).toEqual([
+        [1, 7],
+        [2, 5_000_000_000],
+      ]);
+    }
+    const old = await t.read({ format: 'delta', version: first.deltaVersion });
+    expect(old.map((r) => Number(r.n))).toEqual([7]);
+  });
+
+  it('writes a missing optional column as null', async () => {
+    const t = lake.table('evo.missing');
+    await t.append([{ id: 1, a: 'x', b: 'y' }]);
+    await t.append([{ id: 2, a: 'z' }]);
+    const rows = byId(await t.read({ format: 'delta' }));
+    expect(rows.map((r) => r.b)).toEqual(['y', null]);
+  });
+
+  it('refuses an incompatible type and commits nothing', async () => {
+    const t = lake.table('evo.incompatible');
+    const r = await t.append([{ id: 1, tag: 'x' }]);
+    const err = await t.append([{ id: 2, tag: { nested: true } }]).catch((e) => e);
+    expect(err).toBeInstanceOf(TwinlakeError);
+    expect(err.message).toMatch(/tag/);
+    expect(err.message).toMatch(/string/);
+    const d = await t.describe();
+    expect(d.currentSnapshotId).toBe(r.snapshotId);
+    expect(d.deltaVersion).toBe(r.deltaVersion);
+  });
+
+  it('with evolution off, any difference is an error', async () => {
+    const t = lake.table('evo.strict');
+    await t.append([{ id: 1 }], { properties: { 'twinlake.schema-evolution.enabled': 'false' } });
+    const err = await t.append([{ id: 2, extra: 'x' }]).catch((e) => e);
+    expect(err).toBeInstanceOf(TwinlakeError);
+    expect(err.message).toMatch(/extra/);
+    expect(await t.read()).toHaveLength(1);
+  });
+});
