@@ -1,0 +1,432 @@
+import { deflateRawSync, inflateRawSync } from 'node:zlib';
+import avro from 'avsc';
+import { dataInvalid, invalidInput, TwinlakeError, unsupported } from '../../core/errors.ts';
+import { parseJson } from '../../core/json.ts';
+
+/**
+ * Avro Object Container Files (Avro spec §Object Container Files), synchronous and bytes in/out.
+ *
+ * Records are encoded and decoded by avsc. Every Avro `long` is a `bigint` on both sides:
+ * snapshot IDs are random 63-bit numbers and would lose precision as doubles. Writers may pass
+ * safe-integer numbers for longs too. `bytes` and `fixed` values come back as `Uint8Array`s
+ * (avsc `Buffer`s).
+ *
+ * avsc's `Type` keeps no custom attributes, so the `field-id`s Iceberg needs in the file's schema
+ * would be lost if the header were written from the `Type`: the writer stores the caller's raw
+ * schema JSON in `avro.schema` instead.
+ */
+
+export type AvroCodec = 'null' | 'deflate';
+
+export interface AvroContainer {
+  /** The writer's schema, as stored in the header (with any custom attributes such as field-id). */
+  schemaJson: any;
+  /** File metadata, `avro.schema` and `avro.codec` included, decoded as UTF-8. */
+  metadata: Record<string, string>;
+  records: any[];
+}
+
+const MAGIC = [0x4f, 0x62, 0x6a, 0x01]; // "Obj" 1
+const BLOCK_TARGET_BYTES = 1 << 20;
+
+const BigIntLong = avro.types.LongType.__with({
+  fromBuffer: (buf: Buffer) => buf.readBigInt64LE(0),
+  toBuffer: (n: bigint | number) => {
+    const buf = Buffer.alloc(8);
+    buf.writeBigInt64LE(BigInt(n));
+    return buf;
+  },
+  fromJSON: (x: unknown) => BigInt(x as number),
+  toJSON: (n: bigint) => Number(n),
+  isValid: (n: unknown) =>
+    (typeof n === 'bigint' && n >= -(2n ** 63n) && n < 2n ** 63n) || (typeof n === 'number' && Number.isSafeInteger(n)),
+  compare: (a: bigint, b: bigint) => (a < b ? -1 : a > b ? 1 : 0),
+});
+
+/** avsc ignores `registry` for `{"type": "long", "logicalType": ...}`; a type hook sees every schema. */
+function longHook(schema: unknown): any {
+  if (schema === 'long') return BigIntLong;
+  if (schema !== null && typeof schema === 'object' && (schema as { type?: unknown }).type === 'long') return BigIntLong;
+  return undefined;
+}
+
+/** `kind`: a schema we were given to write is invalid input; one found in a file is invalid data. */
+function avroType(schemaJson: unknown, source: string, kind: 'invalid-input' | 'data-invalid'): avro.Type {
+  try {
+    return avro.Type.forSchema(schemaJson as avro.Schema, { typeHook: longHook, wrapUnions: 'auto' } as any);
+  } catch (e) {
+    throw new TwinlakeError(kind, `${source}: invalid Avro schema: ${(e as Error).message}`, {}, { cause: e });
+  }
+}
+
+/** Field defaults only matter when resolving against a reader schema; foreign writers get them wrong. */
+function withoutDefaults(schema: any): any {
+  if (Array.isArray(schema)) return schema.map(withoutDefaults);
+  if (schema === null || typeof schema !== 'object') return schema;
+  const out: any = {};
+  for (const [k, v] of Object.entries(schema)) {
+    if (k === 'default') continue;
+    out[k] = k === 'type' || k === 'items' || k === 'values' || k === 'fields' ? withoutDefaults(v) : v;
+  }
+  return out;
+}
+
+export function writeAvroContainer(args: {
+  schemaJson: object;
+  records: any[];
+  metadata: Record<string, string>;
+  codec: AvroCodec;
+  syncMarker: Uint8Array;
+}): Uint8Array {
+  const { schemaJson, records, codec, syncMarker } = args;
+  if (syncMarker.length !== 16) throw invalidInput(`avro: sync marker must be 16 bytes, found ${syncMarker.length}`);
+  if (codec !== 'null' && codec !== 'deflate') throw unsupported(`avro: codec ${JSON.stringify(codec)} is not supported for writing; expected null or deflate`);
+  const type = avroType(schemaJson, 'avro', 'invalid-input');
+  const out = new ByteSink();
+  out.bytes(Uint8Array.from(MAGIC));
+  const meta: [string, Uint8Array][] = Object.entries({ ...args.metadata, 'avro.schema': JSON.stringify(schemaJson), 'avro.codec': codec }).map(
+    ([k, v]) => [k, Buffer.from(v, 'utf8')],
+  );
+  out.long(meta.length);
+  for (const [k, v] of meta) {
+    out.string(k);
+    out.long(v.length);
+    out.bytes(v);
+  }
+  out.long(0);
+  out.bytes(syncMarker);
+
+  let pending: Buffer[] = [];
+  let pendingBytes = 0;
+  const flush = () => {
+    if (pending.length === 0) return;
+    const raw = Buffer.concat(pending);
+    const data = codec === 'deflate' ? deflateRawSync(raw) : raw;
+    out.long(pending.length);
+    out.long(data.length);
+    out.bytes(data);
+    out.bytes(syncMarker);
+    pending = [];
+    pendingBytes = 0;
+  };
+  for (let i = 0; i < records.length; i++) {
+    let buf: Buffer;
+    try {
+      buf = type.toBuffer(records[i]);
+    } catch (e) {
+      throw new TwinlakeError('invalid-input', `avro: record ${i} does not match the schema: ${(e as Error).message}`, {}, { cause: e });
+    }
+    pending.push(buf);
+    pendingBytes += buf.length;
+    if (pendingBytes >= BLOCK_TARGET_BYTES) flush();
+  }
+  flush();
+  return out.result();
+}
+
+export function readAvroContainer(bytes: Uint8Array, source = 'avro'): AvroContainer {
+  const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const src = new ByteSource(buf, source);
+  for (let i = 0; i < 4; i++) {
+    if (buf[i] !== MAGIC[i]) throw dataInvalid(`${source}: not an Avro container file (expected magic "Obj\\x01", found ${JSON.stringify(buf.subarray(0, 4).toString('latin1'))})`);
+  }
+  src.pos = 4;
+  const metadata: Record<string, string> = {};
+  for (;;) {
+    let count = src.long();
+    if (count === 0) break;
+    if (count < 0) {
+      count = -count;
+      src.long(); // block size in bytes, unused
+    }
+    for (let i = 0; i < count; i++) {
+      const key = src.string();
+      metadata[key] = src.string();
+    }
+  }
+  const sync = src.take(16);
+  const schemaText = metadata['avro.schema'];
+  if (schemaText === undefined) throw dataInvalid(`${source}: Avro header has no avro.schema`);
+  let schemaJson: any;
+  try {
+    schemaJson = parseJson(schemaText, `${source} avro.schema`);
+  } catch (e) {
+    throw new TwinlakeError('data-invalid', `${source}: avro.schema is not JSON: ${(e as Error).message}`, {}, { cause: e });
+  }
+  const codec = metadata['avro.codec'] ?? 'null';
+  const type = avroType(withoutDefaults(schemaJson), source, 'data-invalid');
+
+  const records: any[] = [];
+  while (src.pos < buf.length) {
+    const count = src.long();
+    const size = src.long();
+    if (count < 0 || size < 0) throw dataInvalid(`${source}: negative block count or size at byte ${src.pos}`);
+    const block = decompress(codec, src.take(size), source);
+    const marker = src.take(16);
+    if (!marker.equals(sync)) throw dataInvalid(`${source}: block sync marker does not match the header's at byte ${src.pos - 16}`);
+    let pos = 0;
+    for (let i = 0; i < count; i++) {
+      let res: { value: any; offset: number };
+      try {
+        res = type.decode(block, pos);
+      } catch (e) {
+        throw new TwinlakeError('data-invalid', `${source}: cannot decode record ${records.length}: ${(e as Error).message}`, {}, { cause: e });
+      }
+      if (res.offset < 0) throw dataInvalid(`${source}: block ends inside record ${records.length} (block of ${count} records, ${block.length} bytes)`);
+      records.push(res.value);
+      pos = res.offset;
+    }
+  }
+  return { schemaJson, metadata, records };
+}
+
+function decompress(codec: string, data: Buffer, source: string): Buffer {
+  switch (codec) {
+    case 'null':
+      return data;
+    case 'deflate':
+      return inflateRawSync(data);
+    case 'snappy': {
+      // Avro appends the big-endian CRC32 of the uncompressed block to each snappy block.
+      if (data.length < 4) throw dataInvalid(`${source}: snappy block shorter than its checksum`);
+      const out = snappyUncompress(data.subarray(0, data.length - 4), source);
+      const expected = data.readUInt32BE(data.length - 4);
+      const found = crc32(out);
+      if (expected !== found) throw dataInvalid(`${source}: snappy block checksum mismatch (expected ${expected}, found ${found})`);
+      return out;
+    }
+    default:
+      throw unsupported(`${source}: Avro codec ${JSON.stringify(codec)} is not supported; expected null, deflate or snappy`);
+  }
+}
+
+/** Raw snappy block format (no framing), as Avro uses it. */
+export function snappyUncompress(input: Uint8Array, source = 'snappy'): Buffer {
+  let pos = 0;
+  let length = 0;
+  for (let shift = 0; ; shift += 7) {
+    if (pos >= input.length || shift > 28) throw dataInvalid(`${source}: bad snappy length header`);
+    const b = input[pos++]!;
+    length += (b & 0x7f) * 2 ** shift;
+    if (b < 0x80) break;
+  }
+  const out = Buffer.alloc(length);
+  let o = 0;
+  const fail = (what: string): never => {
+    throw dataInvalid(`${source}: corrupt snappy data (${what} at input byte ${pos})`);
+  };
+  while (pos < input.length) {
+    const tag = input[pos++]!;
+    const kind = tag & 3;
+    if (kind === 0) {
+      let len = tag >>> 2;
+      if (len >= 60) {
+        const n = len - 59;
+        if (pos + n > input.length) fail('truncated literal length');
+        len = 0;
+        for (let i = 0; i < n; i++) len += input[pos + i]! * 2 ** (8 * i);
+        pos += n;
+      }
+      len += 1;
+      if (pos + len > input.length || o + len > length) fail('literal overruns');
+      out.set(input.subarray(pos, pos + len), o);
+      pos += len;
+      o += len;
+      continue;
+    }
+    let len: number;
+    let offset: number;
+    if (kind === 1) {
+      len = ((tag >>> 2) & 7) + 4;
+      if (pos >= input.length) fail('truncated copy');
+      offset = ((tag >>> 5) << 8) | input[pos++]!;
+    } else if (kind === 2) {
+      len = (tag >>> 2) + 1;
+      if (pos + 2 > input.length) fail('truncated copy');
+      offset = input[pos]! | (input[pos + 1]! << 8);
+      pos += 2;
+    } else {
+      len = (tag >>> 2) + 1;
+      if (pos + 4 > input.length) fail('truncated copy');
+      offset = (input[pos]! | (input[pos + 1]! << 8) | (input[pos + 2]! << 16)) + input[pos + 3]! * 2 ** 24;
+      pos += 4;
+    }
+    if (offset === 0 || offset > o || o + len > length) fail('copy out of range');
+    // Copies may overlap their own output (run-length style), so copy byte by byte.
+    for (let i = 0; i < len; i++, o++) out[o] = out[o - offset]!;
+  }
+  if (o !== length) fail(`expected ${length} bytes, produced ${o}`);
+  return out;
+}
+
+let crcTable: Uint32Array | undefined;
+function crc32(data: Uint8Array): number {
+  if (!crcTable) {
+    crcTable = new Uint32Array(256);
+    for (let n = 0; n < 256; n++) {
+      let c = n;
+      for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+      crcTable[n] = c >>> 0;
+    }
+  }
+  let crc = 0xffffffff;
+  for (let i = 0; i < data.length; i++) crc = crcTable[(crc ^ data[i]!) & 0xff]! ^ (crc >>> 8);
+  return (crc ^ 0xffffffff) >>> 0;
+}
+
+/** Avro zig-zag varints for header and block framing (counts and sizes: safe integers). */
+class ByteSource {
+  pos = 0;
+  constructor(
+    private readonly buf: Buffer,
+    private readonly source: string,
+  ) {}
+
+  long(): number {
+    let n = 0;
+    let shift = 1;
+    for (;;) {
+      if (this.pos >= this.buf.length) throw dataInvalid(`${this.source}: file ends inside a varint`);
+      const b = this.buf[this.pos++]!;
+      n += (b & 0x7f) * shift;
+      if (b < 0x80) break;
+      shift *= 128;
+      if (shift > 2 ** 56) throw dataInvalid(`${this.source}: varint too large at byte ${this.pos}`);
+    }
+    return n % 2 === 0 ? n / 2 : -(n + 1) / 2;
+  }
+
+  take(n: number): Buffer {
+    if (this.pos + n > this.buf.length) throw dataInvalid(`${this.source}: file truncated (needed ${n} bytes at byte ${this.pos}, file has ${this.buf.length})`);
+    const out = this.buf.subarray(this.pos, this.pos + n);
+    this.pos += n;
+    return out;
+  }
+
+  string(): string {
+    const n = this.long();
+    if (n < 0) throw dataInvalid(`${this.source}: negative string length at byte ${this.pos}`);
+    return this.take(n).toString('utf8');
+  }
+}
+
+class ByteSink {
+  private chunks: Uint8Array[] = [];
+  private size = 0;
+
+  bytes(b: Uint8Array): void {
+    this.chunks.push(b);
+    this.size += b.length;
+  }
+
+  long(v: number): void {
+    let n = v >= 0 ? v * 2 : -v * 2 - 1;
+    const out: number[] = [];
+    while (n >= 0x80) {
+      out.push((n % 0x80) | 0x80);
+      n = Math.floor(n / 0x80);
+    }
+    out.push(n);
+    this.bytes(Uint8Array.from(out));
+  }
+
+  string(s: string): void {
+    const b = Buffer.from(s, 'utf8');
+    this.long(b.length);
+    this.bytes(b);
+  }
+
+  result(): Uint8Array {
+    const out = new Uint8Array(this.size);
+    let o = 0;
+    for (const c of this.chunks) {
+      out.set(c, o);
+      o += c.length;
+    }
+    return out;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Navigating a writer's schema JSON, so readers can find fields by Iceberg field ID.
+
+export interface AvroField {
+  name: string;
+  /** The Iceberg `field-id` attribute, when the writer stored one. */
+  id?: number;
+  schema: any;
+}
+
+export interface AvroFieldIndex {
+  list: AvroField[];
+  byId: Map<number, AvroField>;
+  byName: Map<string, AvroField>;
+}
+
+/** Named types (records, fixed, enums) of a schema by short and full name. */
+export function namedTypes(schema: any): Map<string, any> {
+  const out = new Map<string, any>();
+  const visit = (s: any, namespace: string | undefined) => {
+    if (Array.isArray(s)) return s.forEach((b) => visit(b, namespace));
+    if (s === null || typeof s !== 'object') return;
+    let ns = namespace;
+    if (typeof s.name === 'string' && (s.type === 'record' || s.type === 'error' || s.type === 'fixed' || s.type === 'enum')) {
+      const full = s.name.includes('.') ? s.name : s.namespace ? `${s.namespace}.${s.name}` : ns ? `${ns}.${s.name}` : s.name;
+      out.set(full, s);
+      out.set(full.slice(full.lastIndexOf('.') + 1), s);
+      ns = full.includes('.') ? full.slice(0, full.lastIndexOf('.')) : ns;
+    }
+    if (Array.isArray(s.fields)) for (const f of s.fields) visit(f.type, ns);
+    if (s.items !== undefined) visit(s.items, ns);
+    if (s.values !== undefined) visit(s.values, ns);
+    if (typeof s.type === 'object') visit(s.type, ns);
+  };
+  visit(schema, undefined);
+  return out;
+}
+
+/** A name reference replaced by its definition; `{type: {...}}` wrappers unwrapped. */
+export function resolveNamed(schema: any, named: Map<string, any>): any {
+  if (typeof schema === 'string') return named.get(schema) ?? named.get(schema.slice(schema.lastIndexOf('.') + 1)) ?? schema;
+  if (schema && typeof schema === 'object' && !Array.isArray(schema) && typeof schema.type === 'object') return resolveNamed(schema.type, named);
+  return schema;
+}
+
+/** The non-null branch of an optional union (`["null", T]`), or the schema itself. */
+export function nonNull(schema: any): any {
+  if (!Array.isArray(schema)) return schema;
+  const branches = schema.filter((b) => b !== 'null' && !(b && b.type === 'null'));
+  return branches.length === 1 ? branches[0] : schema;
+}
+
+export function fieldsById(recordSchema: any, named: Map<string, any>, source: string): AvroFieldIndex {
+  const rec = resolveNamed(recordSchema, named);
+  if (!rec || rec.type !== 'record' || !Array.isArray(rec.fields)) {
+    throw dataInvalid(`${source}: expected an Avro record schema, found ${JSON.stringify(rec)?.slice(0, 200)}`);
+  }
+  const list: AvroField[] = rec.fields.map((f: any) => {
+    const raw = f['field-id'];
+    const id = typeof raw === 'number' ? raw : typeof raw === 'string' && /^\d+$/.test(raw) ? Number(raw) : undefined;
+    return id === undefined ? { name: f.name, schema: f.type } : { name: f.name, id, schema: f.type };
+  });
+  const byId = new Map<number, AvroField>();
+  const byName = new Map<string, AvroField>();
+  for (const f of list) {
+    if (f.id !== undefined) byId.set(f.id, f);
+    byName.set(f.name, f);
+  }
+  return { list, byId, byName };
+}
+
+/** A decoded Avro int or long as a number. */
+export function toNumber(v: unknown): number {
+  if (typeof v === 'number') return v;
+  if (typeof v === 'bigint') return Number(v);
+  throw dataInvalid(`avro: expected a number, found ${typeof v === 'object' ? JSON.stringify(v) : String(v)}`);
+}
+
+/** A decoded Avro bytes/fixed value as a standalone Uint8Array (not a view into the file). */
+export function toBytes(v: unknown): Uint8Array {
+  if (v instanceof Uint8Array) return new Uint8Array(v);
+  throw dataInvalid(`avro: expected bytes, found ${typeof v}`);
+}
