@@ -1,4 +1,5 @@
 import { unsupported } from '../core/errors.ts';
+import { fileUri } from '../core/uri.ts';
 import type { FileIO } from '../io/file-io.ts';
 import { fromBinary } from '../spec/iceberg/single-value.ts';
 import { indexById, parseNameMapping } from '../spec/iceberg/schema.ts';
@@ -40,8 +41,17 @@ export async function planIcebergScan(io: FileIO, metadata: TableMetadata, snaps
       `iceberg: snapshot ${snapshot['snapshot-id']} has ${deletes.length} delete file(s); reading row-level deletes is not supported yet`,
     );
   }
-  const files: ScanFile[] = data.map((f) => ({ path: f['file-path'], recordCount: f['record-count'], constants: identityConstants(metadata, schema, f) }));
+  const files: ScanFile[] = data.map((f) => ({ path: enginePath(io, f['file-path']), recordCount: f['record-count'], constants: identityConstants(metadata, schema, f) }));
   return { schema, resolution: 'field-id', physicalNames, files };
+}
+
+/**
+ * The engine reads local files: a location is handed over as the local file its store keeps it
+ * in (which also applies any remapping the FileIO does).
+ */
+export function enginePath(io: FileIO, uri: string): string {
+  const local = io.localPath(uri);
+  return local ? fileUri(local) : uri;
 }
 
 /**
