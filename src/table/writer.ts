@@ -268,6 +268,7 @@ async function encode(ctx: TableContext, plan: SchemaPlan, input: PreparedInput,
       outputDir: localDir,
       targetFileSizeBytes: plan.targetFileSize,
       filePrefix: `${writeId}-`,
+      input: { path: input.path, format: input.format },
     });
   } catch (e) {
     // The engine may have left partial files behind: remove everything this write named.

@@ -1,0 +1,222 @@
+import { createReadStream } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { mkdir, rename, rm } from 'node:fs/promises';
+import { basename, join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { invalidInput, isTwinlakeError, TwinlakeError } from '../core/errors.ts';
+import { localPath } from '../core/uri.ts';
+import type { StructType } from '../spec/iceberg/types.ts';
+import { structFromDescribe } from '../spec/parquet/duckdb-types.ts';
+import { conversionChecks, fieldIdsClause, parseCastFailure, selectList, type CastFailure } from '../spec/parquet/field-ids.ts';
+import { parseReturnStats, type FileStats } from '../spec/parquet/stats.ts';
+import { quoteString, type DuckDBSession } from './duckdb-session.ts';
+import { describeRelation, type InputFile } from './infer-schema.ts';
+
+export interface EncodeOptions {
+  /** FROM-clause SQL of the rows to write (see `inputRelation`). */
+  source: string;
+  /** The table schema; the input's columns are matched to it by logical name. */
+  schema: StructType;
+  physicalNames: Map<number, string>;
+  /** Local directory the files are written into (created if missing; other files are left alone). */
+  outputDir: string;
+  /** Files roll over once they reach this size, at a row-group boundary. */
+  targetFileSizeBytes: number;
+  compression?: 'zstd' | 'snappy' | 'uncompressed';
+  /** Start of every file name; a UUID follows. */
+  filePrefix: string;
+  /** Rows per row group (DuckDB default 122880). Smaller groups let small targets roll sooner. */
+  rowGroupSize?: number;
+  /** The input `source` reads, so a failure can name the line of the offending row. */
+  input?: InputFile;
+}
+
+const ALIAS = 'src';
+
+function statsRowOf(row: Record<string, unknown>) {
+  const toMap = (entries: unknown): Map<string, unknown> => {
+    if (entries instanceof Map) return entries as Map<string, unknown>;
+    if (Array.isArray(entries)) return new Map(entries.map((e: { key: string; value: unknown }) => [e.key, e.value]));
+    return new Map(Object.entries((entries ?? {}) as Record<string, unknown>));
+  };
+  const columnStatistics = new Map<string, Map<string, string>>();
+  for (const [path, stats] of toMap(row.column_statistics)) {
+    columnStatistics.set(path, new Map([...toMap(stats)].map(([k, v]) => [k, String(v)])));
+  }
+  return { filename: String(row.filename), count: row.count as bigint, fileSizeBytes: row.file_size_bytes as bigint, columnStatistics };
+}
+
+/**
+ * Writes the source's rows as Parquet files with an Iceberg field ID on every column and returns
+ * each file's statistics. DuckDB streams the COPY (memory stays near the session's memory_limit).
+ * A value that does not fit its column fails with an `invalid-input` error naming the column, the
+ * line (NDJSON, CSV) or record (JSON) of the row, the value and the expected type; no file is left.
+ */
+export async function encodeParquet(session: DuckDBSession, options: EncodeOptions): Promise<FileStats[]> {
+  if (!(options.targetFileSizeBytes > 0)) throw invalidInput(`encode: expected a positive target file size, found ${options.targetFileSizeBytes}`);
+  if (/[/\\{}]/.test(options.filePrefix)) throw invalidInput(`encode: file prefix may not contain '/', '\\', '{' or '}', found ${JSON.stringify(options.filePrefix)}`);
+  let inputType: StructType;
+  try {
+    inputType = structFromDescribe(await describeRelation(session, options.source), { lenient: true });
+  } catch (e) {
+    // Readers such as read_csv already parse the file while binding.
+    throw await diagnose(session, options, { type: 'struct', fields: [] }, e);
+  }
+  const select = selectList(options.schema, options.physicalNames, { alias: ALIAS, type: inputType });
+  // Files are written to a private folder and moved into place only when the whole COPY succeeded,
+  // so a failure midway leaves nothing behind.
+  const staging = join(options.outputDir, `.twinlake-staging-${randomUUID()}`);
+  try {
+    await mkdir(staging, { recursive: true });
+  } catch (e) {
+    throw new TwinlakeError('io', `encode: cannot create files in ${options.outputDir}: ${e instanceof Error ? e.message : String(e)}`, {}, { cause: e, retryable: false });
+  }
+  const copyOptions = [
+    'FORMAT parquet',
+    `COMPRESSION ${options.compression ?? 'zstd'}`,
+    `FIELD_IDS ${fieldIdsClause(options.schema, options.physicalNames)}`,
+    `FILE_SIZE_BYTES ${Math.floor(options.targetFileSizeBytes)}`,
+    `FILENAME_PATTERN ${quoteString(`${options.filePrefix}{uuid}`)}`,
+    'RETURN_STATS',
+    ...(options.rowGroupSize ? [`ROW_GROUP_SIZE ${Math.floor(options.rowGroupSize)}`] : []),
+  ];
+  const sql = `COPY (SELECT ${select} FROM ${options.source} AS ${ALIAS}) TO ${quoteString(staging)} (${copyOptions.join(', ')})`;
+  try {
+    let rows: Record<string, unknown>[];
+    try {
+      rows = await session.all(sql);
+    } catch (e) {
+      throw await diagnose(session, options, inputType, e);
+    }
+    const files: FileStats[] = [];
+    for (const row of rows) {
+      const stats = parseReturnStats(statsRowOf(row), options.schema, options.physicalNames);
+      // An empty input can still produce an empty file; a data file with no rows is useless.
+      if (stats.recordCount === 0) continue;
+      const target = join(options.outputDir, basename(stats.path));
+      await rename(stats.path, target);
+      files.push({ ...stats, path: target });
+    }
+    return files;
+  } finally {
+    await rm(staging, { recursive: true, force: true });
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bad input
+
+async function diagnose(session: DuckDBSession, options: EncodeOptions, inputType: StructType, e: unknown): Promise<unknown> {
+  if (!isTwinlakeError(e)) return e;
+  const input = options.input;
+  const where = input ? `input ${input.path}` : 'input';
+  const cast = parseCastFailure(e.message);
+  if (cast) {
+    const record = await firstBadRecord(session, options, inputType, cast).catch(() => undefined);
+    const position = record === undefined || !input ? '' : ` at ${await positionOf(input, record)}`;
+    const found = cast.value === undefined ? 'null (the column is required)' : JSON.stringify(cast.value);
+    return new TwinlakeError('invalid-input', `${where}: column "${cast.path}"${position}: expected ${cast.expected}, found ${found}`, { ...cast, record }, { cause: e });
+  }
+  if (input?.format === 'ndjson' && plainFile(input) && /Malformed JSON/.test(e.message)) {
+    const bad = await firstMalformedLine(input).catch(() => undefined);
+    if (bad) return new TwinlakeError('invalid-input', `${where}: line ${bad.line}: malformed JSON (${bad.reason})`, { line: bad.line }, { cause: e });
+  }
+  if (input?.format === 'csv' && plainFile(input) && /Error when sniffing file/.test(e.message)) {
+    const located = await locateCsvShapeError(session, input).catch(() => undefined);
+    if (located) return diagnose(session, options, inputType, located);
+  }
+  const json = /(?:Malformed JSON|JSON transform error) in file "[^"]*", (?:at byte \d+ )?in line (\d+): ([^\n]*)/.exec(e.message);
+  if (json) return new TwinlakeError('invalid-input', `${where}: line ${json[1]}: ${json[2].trim()}`, { line: Number(json[1]) }, { cause: e });
+  const csv = /CSV Error on Line: (\d+)\n(?:Original Line: ([^\n]*)\n)?([^\n]*)/.exec(e.message);
+  if (csv) {
+    const original = csv[2] === undefined ? '' : ` in ${JSON.stringify(csv[2])}`;
+    return new TwinlakeError('invalid-input', `${where}: line ${csv[1]}: ${csv[3].trim()}${original}`, { line: Number(csv[1]) }, { cause: e });
+  }
+  return e;
+}
+
+/**
+ * DuckDB's CSV sniffer rejects a file with a ragged row without saying where. Reading it again
+ * with the header's column count fixed (no sniffing) makes DuckDB name the line.
+ */
+async function locateCsvShapeError(session: DuckDBSession, input: InputFile): Promise<unknown> {
+  const c = input.csv ?? {};
+  const delimiter = c.delimiter ?? ',';
+  const quote = c.quote ?? '"';
+  let header: string | undefined;
+  for await (const text of lines(input)) {
+    header = text;
+    break;
+  }
+  if (header === undefined) return undefined;
+  let count = 1;
+  let quoted = false;
+  for (const ch of header) {
+    if (ch === quote) quoted = !quoted;
+    else if (!quoted && ch === delimiter) count++;
+  }
+  const columns = Array.from({ length: count }, (_, i) => `'c${i}': 'VARCHAR'`).join(', ');
+  const path = quoteString(input.path.startsWith('file:') ? localPath(input.path) : input.path);
+  try {
+    await session.run(
+      `SELECT count(*) FROM read_csv(${path}, auto_detect = false, header = ${c.header ?? true ? 'true' : 'false'}, delim = ${quoteString(delimiter)}, quote = ${quoteString(quote)}, escape = ${quoteString(c.escape ?? quote)}, columns = {${columns}})`,
+    );
+  } catch (e) {
+    return e;
+  }
+  return undefined;
+}
+
+/** 1-based number of the first record whose conversion fails, in the source's scan order. */
+async function firstBadRecord(session: DuckDBSession, options: EncodeOptions, inputType: StructType, cast: CastFailure): Promise<number | undefined> {
+  const checks = conversionChecks(options.schema, options.physicalNames, { alias: ALIAS, type: inputType });
+  const column = checks
+    .filter((c) => cast.path === c.name || cast.path.startsWith(`${c.name}.`))
+    .sort((a, b) => b.name.length - a.name.length)[0];
+  const condition = column ? `NOT (${column.check})` : `NOT (${checks.map((c) => c.check).join(' AND ')})`;
+  const rows = await session.all(
+    `SELECT __rn FROM (SELECT row_number() OVER () AS __rn, ${condition} AS __bad FROM ${options.source} AS ${ALIAS}) WHERE __bad ORDER BY __rn LIMIT 1`,
+  );
+  return rows.length ? Number(rows[0].__rn) : undefined;
+}
+
+/**
+ * Where record `n` sits in the file: NDJSON skips blank lines, so the line is counted; a CSV
+ * record is one line after the header, as DuckDB numbers CSV lines; JSON documents have records.
+ */
+async function positionOf(input: InputFile, record: number): Promise<string> {
+  if (input.format === 'csv') return `line ${record + (input.csv?.header ?? true ? 1 : 0)}`;
+  if (input.format !== 'ndjson' || !plainFile(input)) return `record ${record}`;
+  let line = 0;
+  let seen = 0;
+  for await (const text of lines(input)) {
+    line++;
+    if (text.trim() !== '' && ++seen === record) return `line ${line}`;
+  }
+  return `record ${record}`;
+}
+
+/** One uncompressed file, which can be read line by line here as DuckDB read it. */
+function plainFile(input: InputFile): boolean {
+  return !/[*?[]/.test(input.path) && !/\.(gz|zst|zstd)$/i.test(input.path);
+}
+
+function lines(input: InputFile): AsyncIterable<string> {
+  const path = input.path.startsWith('file:') ? localPath(input.path) : input.path;
+  return createInterface({ input: createReadStream(path, { encoding: 'utf8' }), crlfDelay: Infinity });
+}
+
+async function firstMalformedLine(input: InputFile): Promise<{ line: number; reason: string } | undefined> {
+  let line = 0;
+  for await (const text of lines(input)) {
+    line++;
+    if (text.trim() === '') continue;
+    try {
+      const value = JSON.parse(text);
+      if (value === null || typeof value !== 'object' || Array.isArray(value)) return { line, reason: 'expected an object' };
+    } catch (err) {
+      return { line, reason: err instanceof Error ? err.message : String(err) };
+    }
+  }
+  return undefined;
+}
