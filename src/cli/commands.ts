@@ -8,6 +8,7 @@ import { invalidInput } from '../core/errors.ts';
 import { parseJson, stringifyJson } from '../core/json.ts';
 import { Lakehouse } from '../table/lakehouse.ts';
 import { parseInputFormat, type WriteInput } from '../table/input.ts';
+import { parseFormats } from '../table/table-properties.ts';
 import type { ReadOptions } from '../table/table.ts';
 import type { ReadPlan } from '../table/reader.ts';
 import type { StructType } from '../spec/iceberg/types.ts';
@@ -66,6 +67,21 @@ async function isPathArgument(arg: string): Promise<boolean> {
   return (await stat(arg).catch(() => undefined))?.isDirectory() ?? false;
 }
 
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
+function parseProperties(list: string[]): Record<string, string> | undefined {
+  if (list.length === 0) return undefined;
+  const out: Record<string, string> = {};
+  for (const item of list) {
+    const eq = item.indexOf('=');
+    if (eq <= 0) throw invalidInput(`write: --property expects key=value, found ${JSON.stringify(item)}`);
+    out[item.slice(0, eq).trim()] = item.slice(eq + 1).trim();
+  }
+  return out;
+}
+
 export function registerCommands(program: Command): void {
   program
     .command('quickstart')
@@ -84,8 +100,9 @@ export function registerCommands(program: Command): void {
     .option('--mode <mode>', 'append | overwrite', 'append')
     .option('--schema <file>', 'declared schema (Iceberg JSON struct) instead of inference')
     .option('--formats <list>', 'for a new table: iceberg,delta (default both), iceberg or delta')
+    .option('--property <key=value>', 'for a new table: a table property (repeatable)', collect, [])
     .option('--json', 'print the result as JSON')
-    .action(async (table: string, o: { input: string; inputFormat?: string; mode: string; schema?: string; formats?: string; json?: boolean }, cmd: Command) => {
+    .action(async (table: string, o: { input: string; inputFormat?: string; mode: string; schema?: string; formats?: string; property: string[]; json?: boolean }, cmd: Command) => {
       if (o.mode !== 'append' && o.mode !== 'overwrite') throw invalidInput(`write: --mode must be append or overwrite, found ${JSON.stringify(o.mode)}`);
       const format = o.inputFormat ? parseInputFormat(o.inputFormat) : undefined;
       let input: WriteInput;
@@ -101,7 +118,12 @@ export function registerCommands(program: Command): void {
       const size = o.input === '-' ? undefined : (await stat(o.input).catch(() => undefined))?.size;
       await using(cmd, async (lake) => {
         const result = await withProgress(`writing ${label}`, size, () =>
-          lake.table(table).write(input, { mode: o.mode as 'append' | 'overwrite', schema, formats: o.formats?.split(',') as never }),
+          lake.table(table).write(input, {
+            mode: o.mode as 'append' | 'overwrite',
+            schema,
+            formats: o.formats ? parseFormats(o.formats) : undefined,
+            properties: parseProperties(o.property),
+          }),
         );
         if (o.json) return out(stringifyJson(result));
         out(`${result.created ? 'created' : 'wrote'} ${result.table} (${result.mode})`);
