@@ -82,17 +82,20 @@ function parseProperties(list: string[]): Record<string, string> | undefined {
   return out;
 }
 
+function globalOptions(cmd: Command): Command {
+  return cmd.option('--warehouse <dir>', 'warehouse directory').option('--config <file>', 'JSON config file');
+}
+
 export function registerCommands(program: Command): void {
-  program
-    .command('quickstart')
+  const command = (name: string) => globalOptions(program.command(name));
+  command('quickstart')
     .description('write a realistic sample (100k events) into analytics.events and read it back through both formats')
     .option('--rows <n>', 'number of events', '100000')
     .action(async (o: { rows: string }, cmd: Command) => {
       await using(cmd, (lake) => runQuickstart(lake, Number(o.rows), out));
     });
 
-  program
-    .command('write')
+  command('write')
     .description('write records into a table (created on first write) as Iceberg and Delta')
     .argument('<table>', 'namespace.table')
     .requiredOption('--input <file>', "input file, or '-' for standard input")
@@ -135,8 +138,7 @@ export function registerCommands(program: Command): void {
       });
     });
 
-  program
-    .command('read')
+  command('read')
     .description('read a table by name or by path (any writer), current or at a past version')
     .argument('<table>', 'namespace.table, or a table directory')
     .option('--format <format>', 'iceberg | delta (default: iceberg when present)')
@@ -173,8 +175,7 @@ export function registerCommands(program: Command): void {
       });
     });
 
-  program
-    .command('history')
+  command('history')
     .description('snapshots of a table with their Delta versions, newest first')
     .argument('<table>', 'namespace.table')
     .option('--json', 'print as JSON')
@@ -186,8 +187,7 @@ export function registerCommands(program: Command): void {
       });
     });
 
-  program
-    .command('tables')
+  command('tables')
     .description('list the tables in the catalog')
     .option('--json', 'print as JSON')
     .action(async (o: { json?: boolean }, cmd: Command) => {
@@ -198,8 +198,7 @@ export function registerCommands(program: Command): void {
       });
     });
 
-  program
-    .command('describe')
+  command('describe')
     .description('location, formats, schema with field IDs, properties, snapshot and version, files and bytes')
     .argument('<table>', 'namespace.table')
     .option('--json', 'print as JSON')

@@ -14,6 +14,9 @@ program
   .version(TWINLAKE_VERSION)
   .addOption(new Option('--warehouse <dir>', 'warehouse directory (local warehouse + embedded catalog)'))
   .addOption(new Option('--config <file>', 'JSON config file: {"warehouse": "..."}'))
+  // Program options go before the command, so `read --version N` means a Delta version; each
+  // command also accepts --warehouse and --config after its name.
+  .enablePositionalOptions()
   .showHelpAfterError(false)
   .configureOutput({ outputError: () => {} })
   .exitOverride();

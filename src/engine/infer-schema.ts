@@ -115,6 +115,20 @@ async function recogniseTimestamps(session: DuckDBSession, source: string, struc
 export async function inferSchema(session: DuckDBSession, input: InputFile): Promise<StructType> {
   const source = inputRelation(input);
   const struct = structFromDescribe(await describeRelation(session, source));
-  if (input.format !== 'parquet') await recogniseTimestamps(session, source, struct);
-  return struct;
+  if (input.format === 'parquet') return struct;
+  // DuckDB types a text column as TIMESTAMP when every sampled value has one shape, and drops the
+  // zone when it does: decide timestamp vs timestamptz from the raw text instead.
+  const text = withTimestampsAsText(struct);
+  await recogniseTimestamps(session, inputRelation(input, text), text);
+  return text;
+}
+
+function withTimestampsAsText(struct: StructType): StructType {
+  const visit = (t: IcebergType): IcebergType => {
+    if (typeof t === 'string') return t === 'timestamp' || t === 'timestamptz' ? 'string' : t;
+    if (t.type === 'struct') return { ...t, fields: t.fields.map((f) => ({ ...f, type: visit(f.type) })) };
+    if (t.type === 'list') return { ...t, element: visit(t.element) };
+    return { ...t, key: visit(t.key), value: visit(t.value) };
+  };
+  return visit(struct) as StructType;
 }

@@ -50,6 +50,12 @@ describe('inferSchema', () => {
     expect(schema.fields.every((f) => f.id === 0 && !f.required)).toBe(true);
   });
 
+  it('instants of one uniform shape stay timestamptz (DuckDB alone would drop the zone)', async () => {
+    const rows = Array.from({ length: 50 }, (_, i) => JSON.stringify({ ts: `2026-01-${String((i % 28) + 1).padStart(2, '0')}T00:47:40.${String(i).padStart(3, '0')}Z`, naive: `2026-01-01T10:00:${String(i % 60).padStart(2, '0')}` }));
+    const s = await inferSchema(session, { path: file('uniform.ndjson', rows.join('\n') + '\n'), format: 'ndjson' });
+    expect(types(s)).toEqual({ ts: 'timestamptz', naive: 'timestamp' });
+  });
+
   it('keeps text that is not all timestamps as string', async () => {
     const path = file('text.ndjson', '{"s": "2020-01-01T00:00:00Z"}\n{"s": "not a time"}\n{"s": "2020-13-01T00:00:00Z"}\n');
     expect(types(await inferSchema(session, { path, format: 'ndjson' }))).toEqual({ s: 'string' });

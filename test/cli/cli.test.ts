@@ -1,0 +1,82 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { parseJson } from '../../src/core/json.ts';
+import { cli, hasTestdata, tempDir, testdata } from '../helpers.ts';
+
+describe('twinlake CLI', () => {
+  const tmp = tempDir();
+  const wh = join(tmp.path, 'wh');
+  afterAll(() => tmp.cleanup());
+
+  it('prints help and its version', () => {
+    const help = cli(['--help']);
+    expect(help.code).toBe(0);
+    for (const cmd of ['quickstart', 'write', 'read', 'history', 'tables', 'describe']) expect(help.stdout).toContain(cmd);
+    const v = cli(['--version']);
+    expect(v.code).toBe(0);
+    expect(v.stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/);
+  });
+
+  it('quickstart writes 100k events and reads them back through both formats', () => {
+    const r = cli(['--warehouse', wh, 'quickstart']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/read \(iceberg\)\s+100000 rows/);
+    expect(r.stdout).toMatch(/read \(delta\)\s+100000 rows/);
+    expect(r.stdout).toMatch(/read_parquet/);
+    const tables = cli(['--warehouse', wh, 'tables']);
+    expect(tables.stdout.trim().split('\n')).toEqual(['analytics.events']);
+    const d = parseJson(cli(['--warehouse', wh, 'describe', 'analytics.events', '--json']).stdout);
+    expect(d.records).toBe(100000);
+    expect(d.formats).toEqual(['delta', 'iceberg']);
+    expect(d.schema.fields.map((f: { name: string }) => f.name)).toEqual(['id', 'ts', 'user', 'region', 'event', 'amount', 'attributes']);
+    expect(d.schema.fields.find((f: { name: string }) => f.name === 'ts').type).toBe('timestamptz');
+  });
+
+  it('reads a table by path, through either format, with a limit, as CSV', () => {
+    const dir = join(wh, 'analytics', 'events');
+    const a = cli(['--warehouse', wh, 'read', dir, '--limit', '3', '--output', 'ndjson']);
+    expect(a.code, a.stderr).toBe(0);
+    expect(a.stdout.trim().split('\n')).toHaveLength(3);
+    const b = cli(['--warehouse', wh, 'read', dir, '--format', 'delta', '--limit', '2', '--output', 'csv']);
+    expect(b.code, b.stderr).toBe(0);
+    const lines = b.stdout.trim().split('\n');
+    expect(lines[0]).toBe('id,ts,user,region,event,amount,attributes');
+    expect(lines).toHaveLength(3);
+  });
+
+  it.skipIf(!hasTestdata)('reads a Delta table another engine wrote, by path, at a version', () => {
+    const dir = join(testdata, 'dat', 'basic_append', 'delta');
+    expect(existsSync(dir)).toBe(true);
+    const latest = cli(['--warehouse', wh, 'read', dir, '--output', 'ndjson']);
+    expect(latest.code, latest.stderr).toBe(0);
+    const v0 = cli(['--warehouse', wh, 'read', dir, '--version', '0', '--output', 'ndjson']);
+    expect(v0.code, v0.stderr).toBe(0);
+    const n = (s: string) => s.trim().split('\n').filter(Boolean).length;
+    expect(n(latest.stdout)).toBeGreaterThan(n(v0.stdout));
+  });
+
+  it('history lists snapshots with their Delta versions', () => {
+    const h = parseJson(cli(['--warehouse', wh, 'history', 'analytics.events', '--json']).stdout);
+    expect(h).toHaveLength(1);
+    expect(h[0].deltaVersion).toBe(1);
+    expect(h[0].operation).toBe('append');
+    const text = cli(['--warehouse', wh, 'history', 'analytics.events']);
+    expect(text.stdout).toContain(String(h[0].snapshotId));
+  });
+
+  it('fails with one line and a non-zero exit on bad arguments', () => {
+    for (const args of [
+      ['write', 'a.b', '--input', join(tmp.path, 'missing.ndjson')],
+      ['write', 'a.b', '--input', 'x.ndjson', '--mode', 'upsert'],
+      ['read', 'analytics.events', '--format', 'orc'],
+      ['read', 'analytics.events', '--snapshot', '123', '--version', '1'],
+      ['read', 'analytics.events', '--snapshot', '42'],
+    ]) {
+      const r = cli(['--warehouse', wh, ...args]);
+      expect(r.code, args.join(' ')).not.toBe(0);
+      expect(r.stderr.trim().split('\n'), args.join(' ')).toHaveLength(1);
+      expect(r.stderr).toMatch(/^twinlake: /);
+    }
+  });
+});
