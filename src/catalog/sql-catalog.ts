@@ -41,6 +41,7 @@ export interface SqlCatalogOptions {
  * concurrent commit won.
  */
 export class SqlCatalog implements Catalog {
+  private readonly parsed = new Map<string, { metadata: TableMetadata; size: number; modified: number }>();
   readonly name: string;
   readonly dbPath: string;
   private readonly store: ObjectStore;
@@ -244,6 +245,7 @@ export class SqlCatalog implements Catalog {
     if (changed === 0) throw notFound(`sql catalog: table ${formatTableIdentifier(id)} does not exist`, { table: formatTableIdentifier(id) });
     if (purgePrefix !== undefined) {
       // Everything under the table's folder: data, manifests, metadata, and the Delta log beside them.
+      this.parsed.clear();
       for await (const object of this.store.list(purgePrefix)) await this.store.delete(object.path);
     }
   }
@@ -301,6 +303,12 @@ export class SqlCatalog implements Catalog {
 
   /** `table` set: the file is the table's current metadata, so a missing file is corrupt state. */
   private async readMetadata(uri: string, table?: TableIdentifier): Promise<TableMetadata> {
+    const cached = this.parsed.get(uri);
+    if (cached) {
+      const now = await this.store.head(this.keyOf(uri));
+      if (now && now.size === cached.size && now.modified === cached.modified) return cached.metadata;
+      this.parsed.delete(uri);
+    }
     let bytes: Uint8Array;
     try {
       bytes = await this.store.get(this.keyOf(uri));
@@ -310,7 +318,22 @@ export class SqlCatalog implements Catalog {
       }
       throw e;
     }
-    return parseTableMetadata(new TextDecoder().decode(bytes));
+    return this.remember(uri, parseTableMetadata(new TextDecoder().decode(bytes)));
+  }
+
+  /**
+   * Metadata files are immutable once written, so a parsed one is reused while the file is the
+   * same one (same size and modification time: a name freed by a lost compare-and-swap, or by a
+   * dropped table, may be written again with other content): a commit then parses nothing it has
+   * already seen or written itself.
+   */
+  private async remember(uri: string, metadata: TableMetadata): Promise<TableMetadata> {
+    const info = await this.store.head(this.keyOf(uri));
+    this.parsed.delete(uri);
+    if (!info) return metadata;
+    this.parsed.set(uri, { metadata, size: info.size, modified: info.modified });
+    while (this.parsed.size > 16) this.parsed.delete(this.parsed.keys().next().value!);
+    return metadata;
   }
 
   /**
@@ -324,7 +347,7 @@ export class SqlCatalog implements Catalog {
     let version = firstVersion;
     for (let attempt = 0; attempt < 8; attempt++) {
       const uri = `${dir}/v${version}.metadata.json`;
-      if (await this.store.putIfAbsent(this.keyOf(uri), body)) return { uri, version, metadata: parseTableMetadata(body) };
+      if (await this.store.putIfAbsent(this.keyOf(uri), body)) return { uri, version, metadata: await this.remember(uri, metadata) };
       version = attempt < 2 ? version + 1 : Math.max(version, await this.highestVersion(dir)) + 1;
     }
     throw new TwinlakeError('commit-conflict', `sql catalog: every metadata file name tried in ${dir} was taken by concurrent writers`, { dir });
@@ -370,6 +393,7 @@ export class SqlCatalog implements Catalog {
 
   private async deleteQuietly(uri: string): Promise<void> {
     // Nothing points at this file; if deleting fails it is an orphan that cleanup removes later.
+    this.parsed.delete(uri);
     await this.store.delete(this.keyOf(uri)).catch(() => undefined);
   }
 }

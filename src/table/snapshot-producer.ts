@@ -154,21 +154,34 @@ export class SnapshotProducer {
   }
 
   /**
-   * Keeps the manifest list short: once the parent's data manifests reach
-   * `commit.manifest.min-count-to-merge`, their live entries are merged into one manifest, so the
-   * cost of a commit does not grow with the table's history.
+   * Keeps the manifest list short with tiered merging: a manifest's tier is how many times its
+   * entry count has grown by the fan-out (`commit.manifest.min-count-to-merge`, default 10: tier 0
+   * holds fewer than 10 entries, tier 1 fewer than 100, ...). When a tier holds fan-out manifests,
+   * they are merged into one of the next tier. A merge reads only manifests of one tier, so neither
+   * a commit nor a merge grows with the table's history, and the list stays near fan-out × tiers.
    */
   private async maybeMerge(base: TableMetadata, parentManifests: ManifestFile[], attemptFiles: string[], schema: Schema): Promise<ManifestFile[]> {
     const enabled = boolProp(base.properties, Props.manifestMergeEnabled, true);
-    const minCount = intProp(base.properties, Props.manifestMinCountToMerge, 100);
+    const fanOut = Math.max(2, intProp(base.properties, Props.manifestMinCountToMerge, 10));
     const specId = base['default-spec-id'];
-    const mergeable = parentManifests.filter((m) => m.content === 0 && m['partition-spec-id'] === specId);
-    if (!enabled || mergeable.length + 1 < minCount) return parentManifests;
+    const entryCount = (m: ManifestFile) => m['added-files-count'] + m['existing-files-count'] + m['deleted-files-count'];
+    const tierOf = (m: ManifestFile) => Math.floor(Math.log(Math.max(1, entryCount(m))) / Math.log(fanOut) + 1e-9);
+    const tiers = new Map<number, ManifestFile[]>();
+    for (const m of parentManifests) {
+      if (m.content !== 0 || m['partition-spec-id'] !== specId) continue;
+      const t = tierOf(m);
+      tiers.set(t, [...(tiers.get(t) ?? []), m]);
+    }
+    // The manifest of this commit's own files is a tier-0 manifest too.
+    const full = [...tiers.keys()].sort((x, y) => x - y).find((t) => (tiers.get(t)!.length + (t === 0 ? 1 : 0)) >= fanOut);
+    if (!enabled || full === undefined) return parentManifests;
+    const mergeable = tiers.get(full)!;
+    if (mergeable.length < 2) return parentManifests;
 
     const spec = specById(base, specId);
     const entries: ManifestEntry[] = [];
-    for (const m of mergeable) {
-      for (const e of await readManifestEntries(this.io, m, base)) {
+    for (const list of await Promise.all(mergeable.map((m) => readManifestEntries(this.io, m, base)))) {
+      for (const e of list) {
         if (e.status === 2) continue;
         entries.push({ ...e, status: 0 });
       }

@@ -11,7 +11,7 @@ import { assignFreshIds, evolveSchema, indexById, nameMapping, typeToString } fr
 import { currentSchema, currentSnapshot, newTableMetadata } from '../spec/iceberg/table-metadata.ts';
 import { applyUpdates, type TableRequirement, type TableUpdate } from '../spec/iceberg/updates.ts';
 import type { DataFile, Schema, StructType, TableMetadata } from '../spec/iceberg/types.ts';
-import { catchUpDelta, DELTA_VERSION_KEY, nextDeltaVersion } from './delta-projection.ts';
+import { catchUpDelta, checkpointInterval, DELTA_VERSION_KEY, nextDeltaVersion } from './delta-projection.ts';
 import { writeDeltaCheckpointIfDue } from './delta-checkpoint.ts';
 import { prepareInput, type PreparedInput, type WriteInput } from './input.ts';
 import { diagnoseInput, isBlank } from './input-diagnostics.ts';
@@ -31,7 +31,7 @@ import {
   writePhysicalNames,
   type TableFormat,
 } from './table-properties.ts';
-import { ENGINE_INFO, TWINLAKE_VERSION } from './version.ts';
+import { TWINLAKE_VERSION } from './version.ts';
 
 export type WriteMode = 'append' | 'overwrite';
 
@@ -58,6 +58,12 @@ export interface WriteResult {
   rows: number;
   bytes: number;
   warnings: string[];
+  /**
+   * Where the time went, in milliseconds: encoding the data files, committing the Iceberg
+   * snapshot (including retries), writing the Delta version(s), and the Delta checkpoint that
+   * follows every `delta.checkpointInterval` versions.
+   */
+  timings: { encodeMs: number; icebergCommitMs: number; deltaCommitMs: number; checkpointMs: number };
 }
 
 const MAX_COMMIT_ATTEMPTS = 50;
@@ -85,9 +91,13 @@ export async function writeTable(ctx: TableContext, input: WriteInput, opts: Wri
 
     for (let encodeAttempt = 0; ; encodeAttempt++) {
       const plan = planSchema(ctx, loaded?.metadata, incoming, opts);
+      const encodeStart = performance.now();
       const written = await encode(ctx, plan, prepared, incoming);
+      const encodeMs = performance.now() - encodeStart;
       try {
+        const commitStart = performance.now();
         const outcome = await commit(ctx, plan, written, mode, loaded);
+        const icebergCommitMs = performance.now() - commitStart;
         if (outcome.status === 'schema-moved') {
           // A concurrent writer changed the columns this batch was encoded against.
           await deleteFiles(ctx, written.files);
@@ -99,9 +109,17 @@ export async function writeTable(ctx: TableContext, input: WriteInput, opts: Wri
         const deltaEnabled = tableFormats(metadata.properties).includes('delta');
         let deltaVersion: number | undefined;
         let deltaCommitted = false;
+        let deltaCommitMs = 0;
+        let checkpointMs = 0;
         if (deltaEnabled) {
           deltaVersion = Number(outcome.snapshot.summary[DELTA_VERSION_KEY]);
-          deltaCommitted = await commitDelta(ctx, metadata, warn);
+          const deltaStart = performance.now();
+          const versions = await commitDelta(ctx, metadata, warn);
+          deltaCommitted = versions !== undefined;
+          const checkpointStart = performance.now();
+          deltaCommitMs = checkpointStart - deltaStart;
+          if (versions) await checkpointIfDue(ctx, metadata, versions, warn);
+          checkpointMs = performance.now() - checkpointStart;
         }
         return {
           table: identString(ctx.ident),
@@ -114,6 +132,7 @@ export async function writeTable(ctx: TableContext, input: WriteInput, opts: Wri
           rows: written.rows,
           bytes: written.bytes,
           warnings,
+          timings: { encodeMs, icebergCommitMs, deltaCommitMs, checkpointMs },
         };
       } catch (e) {
         await deleteFiles(ctx, written.files);
@@ -375,7 +394,7 @@ async function commit(ctx: TableContext, plan: SchemaPlan, written: EncodedFiles
 }
 
 function summaryExtra(metadata: TableMetadata, parent: ReturnType<typeof currentSnapshot>): Record<string, string> {
-  const extra: Record<string, string> = { 'engine-name': 'twinlake', 'engine-version': TWINLAKE_VERSION, 'twinlake.engine': ENGINE_INFO };
+  const extra: Record<string, string> = { 'engine-name': 'twinlake', 'engine-version': TWINLAKE_VERSION };
   if (tableFormats(metadata.properties).includes('delta')) extra[DELTA_VERSION_KEY] = String(nextDeltaVersion(parent));
   return extra;
 }
@@ -456,26 +475,35 @@ async function createWithSnapshot(ctx: TableContext, plan: SchemaPlan, producer:
   }
 }
 
-/** Delta after a committed Iceberg snapshot: try, retry once, then warn (never fail the write). */
-async function commitDelta(ctx: TableContext, metadata: TableMetadata, warn: (m: string) => void): Promise<boolean> {
+/**
+ * Delta after a committed Iceberg snapshot: try, retry once, then warn (never fail the write).
+ * Returns the versions this call wrote, or undefined when Delta is left behind.
+ */
+async function commitDelta(ctx: TableContext, metadata: TableMetadata, warn: (m: string) => void): Promise<number[] | undefined> {
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
-      await catchUpDelta(ctx.io, metadata, { afterWrite: (v) => writeDeltaCheckpointIfDue(ctx, metadata, v, warn) });
-      return true;
+      return (await catchUpDelta(ctx.io, metadata)).written;
     } catch (e) {
       if (attempt === 1) {
         warn(`delta: commit for ${identString(ctx.ident)} failed after the iceberg commit (${errorMessage(e)}); the next write will repair it`);
       }
     }
   }
-  return false;
+  return undefined;
+}
+
+/** One checkpoint at the newest due version among those just written covers them all. */
+async function checkpointIfDue(ctx: TableContext, metadata: TableMetadata, versions: number[], warn: (m: string) => void): Promise<void> {
+  const due = versions.filter((v) => v > 0 && v % checkpointInterval(metadata) === 0);
+  if (due.length > 0) await writeDeltaCheckpointIfDue(ctx, metadata, Math.max(...due), warn);
 }
 
 /** Open-for-write catches Delta up with Iceberg (DESIGN.md §1). Failures only warn. */
 async function repairDelta(ctx: TableContext, metadata: TableMetadata, warn: (m: string) => void): Promise<void> {
   if (!tableFormats(metadata.properties).includes('delta')) return;
   try {
-    await catchUpDelta(ctx.io, metadata, { afterWrite: (v) => writeDeltaCheckpointIfDue(ctx, metadata, v, warn) });
+    const { written } = await catchUpDelta(ctx.io, metadata);
+    await checkpointIfDue(ctx, metadata, written, warn);
   } catch (e) {
     warn(`delta: could not catch up ${identString(ctx.ident)} with iceberg (${errorMessage(e)})`);
   }

@@ -50,10 +50,20 @@ function longHook(schema: unknown): any {
   return undefined;
 }
 
+const typeCache = new Map<string, avro.Type>();
+
 /** `kind`: a schema we were given to write is invalid input; one found in a file is invalid data. */
 function avroType(schemaJson: unknown, source: string, kind: 'invalid-input' | 'data-invalid'): avro.Type {
+  // avsc compiles a reader and writer per type; manifests of one table share a handful of
+  // schemas, so compiled types are kept by their JSON text.
+  const key = JSON.stringify(schemaJson);
+  const cached = typeCache.get(key);
+  if (cached) return cached;
   try {
-    return avro.Type.forSchema(schemaJson as avro.Schema, { typeHook: longHook, wrapUnions: 'auto' } as any);
+    const type = avro.Type.forSchema(schemaJson as avro.Schema, { typeHook: longHook, wrapUnions: 'auto' } as any);
+    if (typeCache.size >= 64) typeCache.delete(typeCache.keys().next().value!);
+    typeCache.set(key, type);
+    return type;
   } catch (e) {
     throw new TwinlakeError(kind, `${source}: invalid Avro schema: ${(e as Error).message}`, {}, { cause: e });
   }

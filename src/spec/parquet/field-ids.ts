@@ -86,8 +86,10 @@ function parseText(type: string, s: string): string {
   const clock = (digits: number) => `[0-9]{2}:[0-9]{2}(:[0-9]{2}(\\.[0-9]{1,${digits}})?)?`;
   switch (type) {
     case 'string': return s;
-    case 'long': return guarded('\\s*[+-]?[0-9]+\\s*', 'BIGINT');
-    case 'int': return guarded('\\s*[+-]?[0-9]+\\s*', 'INTEGER');
+    // Fast path: the parse is exact when the value prints back as the very same text (how JSON
+    // numbers arrive). Anything else (`+5`, ` 12 `, `2.5`, `1e3`) goes through the strict pattern.
+    case 'long': return `CASE WHEN CAST(TRY_CAST(${s} AS BIGINT) AS VARCHAR) = ${s} THEN TRY_CAST(${s} AS BIGINT) ELSE ${guarded('\\s*[+-]?[0-9]+\\s*', 'BIGINT')} END`;
+    case 'int': return `CASE WHEN CAST(TRY_CAST(${s} AS INTEGER) AS VARCHAR) = ${s} THEN TRY_CAST(${s} AS INTEGER) ELSE ${guarded('\\s*[+-]?[0-9]+\\s*', 'INTEGER')} END`;
     case 'float': return `TRY_CAST(trim(${s}) AS FLOAT)`;
     case 'double': return `TRY_CAST(trim(${s}) AS DOUBLE)`;
     case 'boolean': return `TRY_CAST(trim(${s}) AS BOOLEAN)`;
@@ -97,7 +99,8 @@ function parseText(type: string, s: string): string {
     // A zone on a timestamp without zone would be dropped by the cast: refuse it instead.
     case 'timestamp': return guarded(`\\s*${date}([T ]${clock(6)})?\\s*`, 'TIMESTAMP');
     case 'timestamp_ns': return guarded(`\\s*${date}([T ]${clock(9)})?\\s*`, 'TIMESTAMP_NS');
-    case 'timestamptz': return guarded(`\\s*${date}([T ]${clock(6)}\\s*([zZ]|[+-][0-9]{2}(:?[0-9]{2})?)?)?\\s*`, 'TIMESTAMPTZ');
+    // Fast path for the common ISO-8601 UTC form; other forms are checked by the full pattern.
+    case 'timestamptz': return `CASE WHEN regexp_full_match(${s}, ${quoteString(`${date}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,6})?Z`)}) THEN TRY_CAST(${s} AS TIMESTAMPTZ) ELSE ${guarded(`\\s*${date}([T ]${clock(6)}\\s*([zZ]|[+-][0-9]{2}(:?[0-9]{2})?)?)?\\s*`, 'TIMESTAMPTZ')} END`;
     case 'binary': return `CASE WHEN regexp_full_match(${s}, '[A-Za-z0-9+/]*={0,2}') AND length(${s}) % 4 = 0 THEN from_base64(${s}) END`;
   }
   const len = fixedLength(type);
