@@ -28,7 +28,7 @@ export function printHistory(history: HistoryEntry[]): string {
   if (history.length === 0) return '(no snapshots)';
   return formatTable(
     history.map((h) => ({
-      snapshot: h.snapshotId,
+      snapshot: h.snapshotId ?? '',
       time: h.timestamp,
       operation: h.operation,
       'delta version': h.deltaVersion ?? '',
@@ -64,7 +64,7 @@ export function printDescription(d: TableDescription): string {
   return [
     `table         ${d.name}`,
     `location      ${d.location}`,
-    `formats       ${d.formats.join(', ')} (iceberg format v${d.formatVersion})`,
+    `formats       ${d.formats.join(', ')}${d.formatVersion !== undefined ? ` (iceberg format v${d.formatVersion})` : ''}`,
     `snapshot      ${d.currentSnapshotId ?? '(none)'}`,
     `delta version ${d.deltaVersion ?? '(none)'}`,
     `files         ${d.files}`,

@@ -240,3 +240,52 @@ export function dataFileUri(tableRootUri: string, path: string): string {
   const decoded = decodePath(path);
   return isUri(decoded) ? decoded : joinUri(tableRootUri, decoded);
 }
+
+/** One committed version of a Delta table, for `history`. */
+export interface DeltaCommitSummary {
+  version: number;
+  timestampMs?: number;
+  operation?: string;
+  addedFiles: number;
+  removedFiles: number;
+  addedRecords: number;
+  icebergSnapshotId?: bigint;
+}
+
+/**
+ * The commits still in the log (older ones may have been cleaned up after a checkpoint), newest
+ * first, `limit` at most.
+ */
+export async function deltaHistory(store: ObjectStore, tableRoot: string, limit = Infinity): Promise<DeltaCommitSummary[]> {
+  const listing = await listLog(store, tableRoot);
+  const versions = [...listing.files.keys()]
+    .map((name) => parseLogFileName(name))
+    .filter((f): f is NonNullable<typeof f> => f !== undefined && f.kind === 'commit')
+    .map((f) => f.version)
+    .sort((a, b) => b - a)
+    .slice(0, limit);
+  return Promise.all(
+    versions.map(async (version) => {
+      const actions = await readCommit(store, tableRoot, version);
+      const info = actions.find((a): a is { commitInfo: CommitInfo } => 'commitInfo' in a)?.commitInfo;
+      let addedFiles = 0;
+      let removedFiles = 0;
+      let addedRecords = 0;
+      for (const a of actions) {
+        if ('add' in a) {
+          addedFiles++;
+          addedRecords += a.add.stats ? (parseStats(a.add.stats).numRecords ?? 0) : 0;
+        } else if ('remove' in a) removedFiles++;
+      }
+      return {
+        version,
+        timestampMs: info?.inCommitTimestamp ?? info?.timestamp,
+        operation: info?.operation,
+        addedFiles,
+        removedFiles,
+        addedRecords,
+        icebergSnapshotId: info?.icebergSnapshotId,
+      };
+    }),
+  );
+}

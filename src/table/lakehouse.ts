@@ -5,6 +5,7 @@ import { errorMessage, TwinlakeError } from '../core/errors.ts';
 import { fileUri, isUri, joinUri, localPath } from '../core/uri.ts';
 import { parseTableIdentifier, type Catalog, type TableIdentifier } from '../catalog/catalog.ts';
 import { SqlCatalog } from '../catalog/sql-catalog.ts';
+import { DeltaRegistry } from '../catalog/delta-registry.ts';
 import { DuckDBSession } from '../engine/duckdb-session.ts';
 import { copyScanTo, readScan } from '../engine/read-scan.ts';
 import { FileIO } from '../io/file-io.ts';
@@ -52,6 +53,7 @@ export class Lakehouse {
     readonly warehouse: string,
     readonly catalog: Catalog,
     readonly io: FileIO,
+    private readonly deltaRegistry: DeltaRegistry | undefined,
     private readonly clock: Clock,
     private readonly onWarning: (m: string) => void,
     private readonly ownsCatalog: boolean,
@@ -67,11 +69,13 @@ export class Lakehouse {
     const io = opts.io ?? localFileIO();
     const warehouse = fileUri(dir);
     let catalog = opts.catalog;
+    let deltaRegistry: DeltaRegistry | undefined;
     if (!catalog) {
       catalog = new SqlCatalog({ name: 'twinlake', dbPath: `${dir}/catalog.db`, warehouse: { store: new LocalStore(dir), rootUri: warehouse } });
+      deltaRegistry = new DeltaRegistry(`${dir}/catalog.db`);
     }
     const warn = opts.onWarning ?? ((m: string) => process.stderr.write(`warning: ${m}\n`));
-    return new Lakehouse(warehouse, catalog, io, opts.clock ?? systemClock, warn, !opts.catalog);
+    return new Lakehouse(warehouse, catalog, io, deltaRegistry, opts.clock ?? systemClock, warn, !opts.catalog);
   }
 
   /** A handle on a table (`namespace.table`); it need not exist yet: the first write creates it. */
@@ -85,6 +89,7 @@ export class Lakehouse {
       session: () => this.session(),
       clock: this.clock,
       warn: this.onWarning,
+      deltaRegistry: this.deltaRegistry,
     });
   }
 
@@ -98,6 +103,7 @@ export class Lakehouse {
       }
     };
     await visit();
+    for (const t of this.deltaRegistry?.list() ?? []) out.push([...t.namespace, t.name].join('.'));
     return [...new Set(out)].sort();
   }
 
@@ -137,5 +143,6 @@ export class Lakehouse {
     if (this.sessionPromise) (await this.sessionPromise).close();
     this.sessionPromise = undefined;
     if (this.ownsCatalog) await (this.catalog as { close?: () => Promise<void> | void }).close?.();
+    this.deltaRegistry?.close();
   }
 }

@@ -1,5 +1,6 @@
 import type { Clock } from '../core/clock.ts';
 import type { Catalog, TableIdentifier } from '../catalog/catalog.ts';
+import type { DeltaRegistry } from '../catalog/delta-registry.ts';
 import type { DuckDBSession } from '../engine/duckdb-session.ts';
 import type { FileIO } from '../io/file-io.ts';
 
@@ -14,6 +15,8 @@ export interface TableContext {
   clock: Clock;
   /** Non-fatal problems (a Delta commit that failed after Iceberg committed) go here. */
   warn: (message: string) => void;
+  /** Where Delta-only tables are registered (absent: such tables cannot be created by name). */
+  deltaRegistry?: DeltaRegistry;
 }
 
 export function identString(ident: TableIdentifier): string {

@@ -1,4 +1,7 @@
-import { isTwinlakeError } from '../core/errors.ts';
+import { invalidInput, unsupported } from '../core/errors.ts';
+import { parseStats } from '../spec/delta/stats.ts';
+import { deltaHistory, deltaScanTask, readDeltaSnapshot } from './delta-log.ts';
+import { writeDeltaOnly } from './delta-writer.ts';
 import type { TableMetadata, Schema } from '../spec/iceberg/types.ts';
 import { currentSchema, currentSnapshot, ancestors } from '../spec/iceberg/table-metadata.ts';
 import { readScan, copyScanTo } from '../engine/read-scan.ts';
@@ -7,7 +10,7 @@ import type { WriteInput } from './input.ts';
 import { planRead, type ReadFormat, type ReadPlan, type TableSource, type TimeTravel } from './reader.ts';
 import type { TableContext } from './table-context.ts';
 import { identString } from './table-context.ts';
-import { tableFormats, type TableFormat } from './table-properties.ts';
+import { parseFormats, tableFormats, type TableFormat } from './table-properties.ts';
 import { writeTable, type WriteOptions, type WriteResult } from './writer.ts';
 
 export interface ReadOptions extends TimeTravel {
@@ -17,7 +20,8 @@ export interface ReadOptions extends TimeTravel {
 }
 
 export interface HistoryEntry {
-  snapshotId: bigint;
+  /** The Iceberg snapshot; undefined for a Delta-only table. */
+  snapshotId?: bigint;
   parentId?: bigint;
   timestamp: string;
   operation: string;
@@ -32,7 +36,10 @@ export interface TableDescription {
   name: string;
   location: string;
   formats: TableFormat[];
-  formatVersion: number;
+  /** The Iceberg format version; undefined for a Delta-only table. */
+  formatVersion?: number;
+  /** The Delta protocol's reader and writer versions, when the table keeps Delta. */
+  deltaProtocol?: { minReaderVersion: number; minWriterVersion: number };
   tableUuid: string;
   schema: Schema;
   properties: Record<string, string>;
@@ -62,32 +69,54 @@ export class Table {
 
   /** Adds records (or a file, or a stream) to the table, creating it on the first write. */
   append(input: WriteInput, opts: Omit<WriteOptions, 'mode'> = {}): Promise<WriteResult> {
-    return writeTable(this.ctx, input, { ...opts, mode: 'append' });
+    return this.write(input, { ...opts, mode: 'append' });
   }
 
   /** Replaces the table's contents with the input; older versions stay readable. */
   overwrite(input: WriteInput, opts: Omit<WriteOptions, 'mode'> = {}): Promise<WriteResult> {
-    return writeTable(this.ctx, input, { ...opts, mode: 'overwrite' });
+    return this.write(input, { ...opts, mode: 'overwrite' });
   }
 
-  write(input: WriteInput, opts: WriteOptions = {}): Promise<WriteResult> {
+  async write(input: WriteInput, opts: WriteOptions = {}): Promise<WriteResult> {
+    const deltaLocation = this.deltaOnlyLocation();
+    if (deltaLocation) return writeDeltaOnly(this.ctx, deltaLocation, input, opts);
+    const wantsDeltaOnly = opts.formats !== undefined && parseFormats(opts.formats).join() === 'delta';
+    if (wantsDeltaOnly && !(await this.ctx.catalog.tableExists(this.ctx.ident))) {
+      const registry = this.ctx.deltaRegistry;
+      if (!registry) throw unsupported(`table ${this.name}: this catalog cannot hold Delta-only tables`);
+      const result = await writeDeltaOnly(this.ctx, this.ctx.location, input, opts);
+      registry.register(this.ctx.ident, this.ctx.location);
+      return result;
+    }
     return writeTable(this.ctx, input, opts);
   }
 
   async exists(): Promise<boolean> {
-    return this.ctx.catalog.tableExists(this.ctx.ident);
+    return this.deltaOnlyLocation() !== undefined || this.ctx.catalog.tableExists(this.ctx.ident);
   }
 
+  /** The location of this table when it is a Delta-only table. */
+  private deltaOnlyLocation(): string | undefined {
+    return this.ctx.deltaRegistry?.location(this.ctx.ident);
+  }
+
+  /** The Iceberg metadata (not-found for unknown and for Delta-only tables). */
   async metadata(): Promise<TableMetadata> {
     return (await this.ctx.catalog.loadTable(this.ctx.ident)).metadata;
   }
 
   /** Plans a read: the files and schema of the chosen version, through the chosen format. */
   async plan(opts: ReadOptions = {}): Promise<ReadPlan> {
+    const deltaLocation = this.deltaOnlyLocation();
+    if (deltaLocation) {
+      if (opts.format === 'iceberg') throw invalidInput(`table ${this.name} keeps only the Delta format; read it with --format delta`);
+      return planRead({ io: this.ctx.io, location: deltaLocation, iceberg: async () => undefined }, 'delta', opts);
+    }
     const metadata = await this.metadata();
+    const formats = tableFormats(metadata.properties);
+    if (opts.format === 'delta' && !formats.includes('delta')) throw invalidInput(`table ${this.name} keeps only the Iceberg format; read it with --format iceberg`);
     const source: TableSource = { io: this.ctx.io, location: metadata.location, iceberg: async () => metadata };
-    const format = opts.format ?? (tableFormats(metadata.properties).includes('iceberg') ? 'iceberg' : 'delta');
-    return planRead(source, format, opts);
+    return planRead(source, opts.format ?? 'iceberg', opts);
   }
 
   /** Reads rows (see `readScan` for how values are represented). */
@@ -104,11 +133,29 @@ export class Table {
   }
 
   async schema(): Promise<Schema> {
+    if (this.deltaOnlyLocation()) return (await this.plan({ format: 'delta' })).task.schema;
     return currentSchema(await this.metadata());
   }
 
-  /** Snapshots of the main branch, newest first. */
+  /** Snapshots of the main branch (Delta versions for a Delta-only table), newest first. */
   async history(): Promise<HistoryEntry[]> {
+    const deltaLocation = this.deltaOnlyLocation();
+    if (deltaLocation) {
+      const { store, key } = this.ctx.io.storeAt(deltaLocation);
+      let total = 0;
+      const entries = (await deltaHistory(store, key)).reverse().map((c) => {
+        total += c.addedRecords;
+        return {
+          timestamp: new Date(c.timestampMs ?? 0).toISOString(),
+          operation: (c.operation ?? 'unknown').toLowerCase(),
+          deltaVersion: c.version,
+          addedFiles: c.addedFiles,
+          addedRecords: c.addedRecords,
+          totalRecords: c.removedFiles > 0 ? c.addedRecords : total,
+        };
+      });
+      return entries.reverse();
+    }
     const metadata = await this.metadata();
     const head = currentSnapshot(metadata);
     if (!head) return [];
@@ -126,6 +173,28 @@ export class Table {
   }
 
   async describe(): Promise<TableDescription> {
+    const deltaLocation = this.deltaOnlyLocation();
+    if (deltaLocation) {
+      const { store, key } = this.ctx.io.storeAt(deltaLocation);
+      const snap = await readDeltaSnapshot(store, key, {});
+      const plan = deltaScanTask(snap, deltaLocation);
+      let records = 0;
+      for (const f of snap.files) records += f.stats ? (parseStats(f.stats).numRecords ?? 0) : 0;
+      return {
+        name: this.name,
+        location: deltaLocation,
+        formats: ['delta'],
+        deltaProtocol: { minReaderVersion: snap.protocol.minReaderVersion, minWriterVersion: snap.protocol.minWriterVersion },
+        tableUuid: snap.metadata.id,
+        schema: plan.schema,
+        properties: snap.metadata.configuration,
+        deltaVersion: snap.version,
+        files: snap.files.length,
+        records,
+        bytes: snap.files.reduce((a, f) => a + f.size, 0),
+        snapshots: snap.version + 1,
+      };
+    }
     const metadata = await this.metadata();
     const head = currentSnapshot(metadata);
     return {
@@ -146,6 +215,3 @@ export class Table {
   }
 }
 
-export function isNotFound(e: unknown): boolean {
-  return isTwinlakeError(e, 'not-found');
-}

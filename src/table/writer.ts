@@ -1,21 +1,15 @@
-import { mkdir } from 'node:fs/promises';
-import { basename } from 'node:path';
-import { errorMessage, invalidInput, isTwinlakeError, TwinlakeError, unsupported } from '../core/errors.ts';
+import { errorMessage, invalidInput, isTwinlakeError, TwinlakeError } from '../core/errors.ts';
 import { newSnapshotId, newUuid } from '../core/ids.ts';
-import { joinUri } from '../core/uri.ts';
 import type { LoadTableResult } from '../catalog/catalog.ts';
-import { encodeParquet } from '../engine/encode.ts';
-import { inferSchema, inputRelation } from '../engine/infer-schema.ts';
-import { icebergMetrics, type FileStats } from '../spec/parquet/stats.ts';
 import { assignFreshIds, evolveSchema, indexById, nameMapping, typeToString } from '../spec/iceberg/schema.ts';
 import { currentSchema, currentSnapshot, newTableMetadata } from '../spec/iceberg/table-metadata.ts';
 import { applyUpdates, type TableRequirement, type TableUpdate } from '../spec/iceberg/updates.ts';
-import type { DataFile, Schema, StructType, TableMetadata } from '../spec/iceberg/types.ts';
+import type { Schema, StructType, TableMetadata } from '../spec/iceberg/types.ts';
 import { catchUpDelta, checkpointInterval, DELTA_VERSION_KEY, nextDeltaVersion } from './delta-projection.ts';
 import { writeDeltaCheckpointIfDue } from './delta-checkpoint.ts';
-import { prepareInput, type PreparedInput, type WriteInput } from './input.ts';
-import { diagnoseInput, isBlank } from './input-diagnostics.ts';
-import type { DuckDBSession } from '../engine/duckdb-session.ts';
+import { prepareInput, type WriteInput } from './input.ts';
+import { isBlank } from './input-diagnostics.ts';
+import { alignToTable, deleteFiles, encode, inferOrExplain, type EncodedFiles } from './batch.ts';
 import { assignPhysicalNames } from './physical-names.ts';
 import { SnapshotProducer } from './snapshot-producer.ts';
 import type { TableContext } from './table-context.ts';
@@ -49,7 +43,8 @@ export interface WriteResult {
   table: string;
   created: boolean;
   mode: WriteMode;
-  snapshotId: bigint;
+  /** The Iceberg snapshot written; undefined for a Delta-only table. */
+  snapshotId?: bigint;
   /** The Delta version that mirrors the snapshot; undefined when Delta is off for the table. */
   deltaVersion?: number;
   /** False when the Delta commit failed and will be repaired by the next write. */
@@ -92,7 +87,7 @@ export async function writeTable(ctx: TableContext, input: WriteInput, opts: Wri
     for (let encodeAttempt = 0; ; encodeAttempt++) {
       const plan = planSchema(ctx, loaded?.metadata, incoming, opts);
       const encodeStart = performance.now();
-      const written = await encode(ctx, plan, prepared, incoming);
+      const written = await encode(ctx, { ...plan, specId: plan.newTable ? plan.newTable['default-spec-id'] : 0 }, prepared, incoming);
       const encodeMs = performance.now() - encodeStart;
       try {
         const commitStart = performance.now();
@@ -142,54 +137,6 @@ export async function writeTable(ctx: TableContext, input: WriteInput, opts: Wri
   } finally {
     await prepared.dispose();
   }
-}
-
-async function inferOrExplain(session: DuckDBSession, input: PreparedInput): Promise<StructType> {
-  try {
-    return await inferSchema(session, { path: input.path, format: input.format });
-  } catch (e) {
-    throw (await diagnoseInput(input)) ?? (isTwinlakeError(e) ? e : invalidInput(`input ${input.displayName}: ${errorMessage(e)}`));
-  }
-}
-
-const STORAGE_ERRORS = new Set(['EACCES', 'EPERM', 'EROFS', 'ENOSPC', 'ENOTDIR', 'EEXIST', 'EISDIR']);
-
-async function explainEncodeFailure(e: unknown, input: PreparedInput, dataDir: string): Promise<TwinlakeError> {
-  const code = (e as { code?: string }).code;
-  if (code && STORAGE_ERRORS.has(code)) {
-    return new TwinlakeError('io', `storage: cannot write data files under ${dataDir}: not writable (${code})`, {}, { cause: e });
-  }
-  if (isTwinlakeError(e) && e.kind !== 'invalid-input' && e.kind !== 'data-invalid') return e;
-  // A record the sample used for inference did not cover may be malformed: find it.
-  const diagnosis = await diagnoseInput(input);
-  if (diagnosis) return diagnosis;
-  return isTwinlakeError(e) ? e : invalidInput(`input ${input.displayName}: ${errorMessage(e)}`);
-}
-
-/**
- * For an existing table, an input column whose inferred primitive type differs from the table's
- * is read as the table's type: CSV digits become the table's decimal, and a value that does not
- * fit fails on that very row with its column, row and value named.
- */
-function alignToTable(incoming: StructType, table: Schema): StructType {
-  const byName = new Map(table.fields.map((f) => [f.name, f]));
-  return {
-    ...incoming,
-    fields: incoming.fields.map((f) => {
-      const t = byName.get(f.name);
-      if (!t || typeof t.type !== 'string' || typeof f.type !== 'string' || t.type === f.type) return f;
-      if (isWidening(t.type, f.type)) return f; // evolution widens the table instead
-      return { ...f, type: t.type };
-    }),
-  };
-}
-
-function isWidening(tableType: string, batchType: string): boolean {
-  if (tableType === 'int' && batchType === 'long') return true;
-  if (tableType === 'float' && batchType === 'double') return true;
-  const a = /^decimal\((\d+),\s*(\d+)\)$/.exec(tableType);
-  const b = /^decimal\((\d+),\s*(\d+)\)$/.exec(batchType);
-  return !!a && !!b && a[2] === b[2] && Number(b[1]) > Number(a[1]);
 }
 
 async function tryLoad(ctx: TableContext): Promise<LoadTableResult | undefined> {
@@ -259,85 +206,6 @@ function planSchema(ctx: TableContext, metadata: TableMetadata | undefined, inco
     location: metadata.location,
     targetFileSize: intProp(metadata.properties, Props.targetFileSize, DEFAULT_TARGET_FILE_SIZE),
   };
-}
-
-interface EncodedFiles {
-  /** URIs of every data file written. */
-  files: string[];
-  dataFiles: DataFile[];
-  rows: number;
-  bytes: number;
-  schema: Schema;
-}
-
-async function encode(ctx: TableContext, plan: SchemaPlan, input: PreparedInput, incoming: StructType): Promise<EncodedFiles> {
-  checkRequiredColumns(plan.schema, incoming);
-  const dataDir = joinUri(plan.location, 'data');
-  const localDir = ctx.io.localPath(dataDir);
-  if (!localDir) throw unsupported(`write: storage for ${dataDir} is not local disk; remote storage comes with the cloud storage issue`);
-  await mkdir(localDir, { recursive: true });
-  const session = await ctx.session();
-  const writeId = newUuid();
-  let stats: FileStats[] = [];
-  try {
-    stats = await encodeParquet(session, {
-      source: inputRelation({ path: input.path, format: input.format }, incoming),
-      schema: plan.schema,
-      physicalNames: plan.physicalNames,
-      outputDir: localDir,
-      targetFileSizeBytes: plan.targetFileSize,
-      filePrefix: `${writeId}-`,
-      input: { path: input.path, format: input.format },
-    });
-  } catch (e) {
-    // The engine may have left partial files behind: remove everything this write named.
-    await removeByPrefix(ctx, dataDir, writeId);
-    throw await explainEncodeFailure(e, input, dataDir);
-  }
-  const files = stats.map((s) => joinUri(dataDir, basename(s.path)));
-  const rows = stats.reduce((a, s) => a + s.recordCount, 0);
-  if (rows === 0) {
-    await deleteFiles(ctx, files);
-    throw invalidInput(`input ${input.displayName}: no records; nothing was written`);
-  }
-  const specId = plan.newTable ? plan.newTable['default-spec-id'] : 0;
-  const dataFiles: DataFile[] = [];
-  for (let i = 0; i < stats.length; i++) {
-    const s = stats[i]!;
-    if (s.recordCount === 0) continue;
-    const metrics = icebergMetrics(s, plan.schema);
-    checkRequiredNulls(plan.schema, metrics, input, files, ctx);
-    dataFiles.push({
-      content: 0,
-      'file-path': files[i]!,
-      'file-format': 'PARQUET',
-      partition: {},
-      'record-count': s.recordCount,
-      'file-size-in-bytes': s.sizeBytes,
-      ...metrics,
-      'spec-id': specId,
-    });
-  }
-  return { files, dataFiles, rows, bytes: stats.reduce((a, s) => a + s.sizeBytes, 0), schema: plan.schema };
-}
-
-/** A required column must be present in every batch (DESIGN: missing optional columns read as null). */
-function checkRequiredColumns(schema: Schema, incoming: StructType): void {
-  const names = new Set(incoming.fields.map((f) => f.name));
-  for (const f of schema.fields) {
-    if (f.required && !names.has(f.name)) {
-      throw invalidInput(`write: required column ${f.name} (${typeToString(f.type)}) is missing from the input`);
-    }
-  }
-}
-
-function checkRequiredNulls(schema: Schema, metrics: Pick<DataFile, 'null-value-counts'>, input: PreparedInput, _files: string[], _ctx: TableContext): void {
-  for (const f of schema.fields) {
-    const nulls = metrics['null-value-counts']?.get(f.id) ?? 0;
-    if (f.required && nulls > 0) {
-      throw invalidInput(`input ${input.displayName}: column ${f.name} is required but ${nulls} row(s) have no value`);
-    }
-  }
 }
 
 type CommitOutcome =
@@ -507,16 +375,6 @@ async function repairDelta(ctx: TableContext, metadata: TableMetadata, warn: (m:
   } catch (e) {
     warn(`delta: could not catch up ${identString(ctx.ident)} with iceberg (${errorMessage(e)})`);
   }
-}
-
-async function deleteFiles(ctx: TableContext, uris: string[]): Promise<void> {
-  await Promise.all(uris.map((u) => ctx.io.delete(u).catch(() => undefined)));
-}
-
-async function removeByPrefix(ctx: TableContext, dir: string, prefix: string): Promise<void> {
-  const doomed: string[] = [];
-  for await (const o of ctx.io.list(dir + '/')) if (basename(o.uri).startsWith(prefix)) doomed.push(o.uri);
-  await deleteFiles(ctx, doomed);
 }
 
 function backoff(attempt: number): Promise<void> {

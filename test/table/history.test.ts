@@ -18,7 +18,7 @@ describe('30 appends in a row', () => {
       const rows = Array.from({ length: i + 1 }, (_, j) => ({ batch: i, seq: j, label: `b${i}-${j}` }));
       const r = await t.append(rows);
       expect(r.deltaCommitted).toBe(true);
-      snapshots.push(r.snapshotId);
+      snapshots.push(r.snapshotId!);
       deltaVersions.push(r.deltaVersion!);
     }
   });

@@ -1,0 +1,173 @@
+import { mkdir } from 'node:fs/promises';
+import { basename } from 'node:path';
+import { errorMessage, invalidInput, isTwinlakeError, TwinlakeError, unsupported } from '../core/errors.ts';
+import { newUuid } from '../core/ids.ts';
+import { joinUri } from '../core/uri.ts';
+import type { DuckDBSession } from '../engine/duckdb-session.ts';
+import { encodeParquet } from '../engine/encode.ts';
+import { inferSchema, inputRelation } from '../engine/infer-schema.ts';
+import type { FileIO } from '../io/file-io.ts';
+import { typeToString } from '../spec/iceberg/schema.ts';
+import type { DataFile, Schema, StructType } from '../spec/iceberg/types.ts';
+import { icebergMetrics, type FileStats } from '../spec/parquet/stats.ts';
+import type { PreparedInput } from './input.ts';
+import { diagnoseInput } from './input-diagnostics.ts';
+
+/**
+ * One batch of input turned into data files: schema inference with precise errors, encoding
+ * through the engine, and the per-file metrics both formats are projected from. Shared by the
+ * Iceberg-first and the Delta-only commit paths.
+ */
+
+/** Where and how a batch is encoded. */
+export interface EncodeTarget {
+  schema: Schema;
+  physicalNames: Map<number, string>;
+  /** The table location; files go under `<location>/data/`. */
+  location: string;
+  targetFileSize: number;
+  specId: number;
+}
+
+export interface BatchContext {
+  io: FileIO;
+  session: () => Promise<DuckDBSession>;
+}
+
+export async function inferOrExplain(session: DuckDBSession, input: PreparedInput): Promise<StructType> {
+  try {
+    return await inferSchema(session, { path: input.path, format: input.format });
+  } catch (e) {
+    throw (await diagnoseInput(input)) ?? (isTwinlakeError(e) ? e : invalidInput(`input ${input.displayName}: ${errorMessage(e)}`));
+  }
+}
+
+const STORAGE_ERRORS = new Set(['EACCES', 'EPERM', 'EROFS', 'ENOSPC', 'ENOTDIR', 'EEXIST', 'EISDIR']);
+
+async function explainEncodeFailure(e: unknown, input: PreparedInput, dataDir: string): Promise<TwinlakeError> {
+  const code = (e as { code?: string }).code;
+  if (code && STORAGE_ERRORS.has(code)) {
+    return new TwinlakeError('io', `storage: cannot write data files under ${dataDir}: not writable (${code})`, {}, { cause: e });
+  }
+  if (isTwinlakeError(e) && e.kind !== 'invalid-input' && e.kind !== 'data-invalid') return e;
+  // A record the sample used for inference did not cover may be malformed: find it.
+  const diagnosis = await diagnoseInput(input);
+  if (diagnosis) return diagnosis;
+  return isTwinlakeError(e) ? e : invalidInput(`input ${input.displayName}: ${errorMessage(e)}`);
+}
+
+/**
+ * For an existing table, an input column whose inferred primitive type differs from the table's
+ * is read as the table's type: CSV digits become the table's decimal, and a value that does not
+ * fit fails on that very row with its column, row and value named.
+ */
+export function alignToTable(incoming: StructType, table: Schema): StructType {
+  const byName = new Map(table.fields.map((f) => [f.name, f]));
+  return {
+    ...incoming,
+    fields: incoming.fields.map((f) => {
+      const t = byName.get(f.name);
+      if (!t || typeof t.type !== 'string' || typeof f.type !== 'string' || t.type === f.type) return f;
+      if (isWidening(t.type, f.type)) return f; // evolution widens the table instead
+      return { ...f, type: t.type };
+    }),
+  };
+}
+
+function isWidening(tableType: string, batchType: string): boolean {
+  if (tableType === 'int' && batchType === 'long') return true;
+  if (tableType === 'float' && batchType === 'double') return true;
+  const a = /^decimal\((\d+),\s*(\d+)\)$/.exec(tableType);
+  const b = /^decimal\((\d+),\s*(\d+)\)$/.exec(batchType);
+  return !!a && !!b && a[2] === b[2] && Number(b[1]) > Number(a[1]);
+}
+
+export interface EncodedFiles {
+  /** URIs of every data file written. */
+  files: string[];
+  dataFiles: DataFile[];
+  rows: number;
+  bytes: number;
+  schema: Schema;
+}
+
+export async function encode(ctx: BatchContext, plan: EncodeTarget, input: PreparedInput, incoming: StructType): Promise<EncodedFiles> {
+  checkRequiredColumns(plan.schema, incoming);
+  const dataDir = joinUri(plan.location, 'data');
+  const localDir = ctx.io.localPath(dataDir);
+  if (!localDir) throw unsupported(`write: storage for ${dataDir} is not local disk; remote storage comes with the cloud storage issue`);
+  await mkdir(localDir, { recursive: true });
+  const session = await ctx.session();
+  const writeId = newUuid();
+  let stats: FileStats[] = [];
+  try {
+    stats = await encodeParquet(session, {
+      source: inputRelation({ path: input.path, format: input.format }, incoming),
+      schema: plan.schema,
+      physicalNames: plan.physicalNames,
+      outputDir: localDir,
+      targetFileSizeBytes: plan.targetFileSize,
+      filePrefix: `${writeId}-`,
+      input: { path: input.path, format: input.format },
+    });
+  } catch (e) {
+    // The engine may have left partial files behind: remove everything this write named.
+    await removeByPrefix(ctx, dataDir, writeId);
+    throw await explainEncodeFailure(e, input, dataDir);
+  }
+  const files = stats.map((s) => joinUri(dataDir, basename(s.path)));
+  const rows = stats.reduce((a, s) => a + s.recordCount, 0);
+  if (rows === 0) {
+    await deleteFiles(ctx, files);
+    throw invalidInput(`input ${input.displayName}: no records; nothing was written`);
+  }
+  const specId = plan.specId;
+  const dataFiles: DataFile[] = [];
+  for (let i = 0; i < stats.length; i++) {
+    const s = stats[i]!;
+    if (s.recordCount === 0) continue;
+    const metrics = icebergMetrics(s, plan.schema);
+    checkRequiredNulls(plan.schema, metrics, input);
+    dataFiles.push({
+      content: 0,
+      'file-path': files[i]!,
+      'file-format': 'PARQUET',
+      partition: {},
+      'record-count': s.recordCount,
+      'file-size-in-bytes': s.sizeBytes,
+      ...metrics,
+      'spec-id': specId,
+    });
+  }
+  return { files, dataFiles, rows, bytes: stats.reduce((a, s) => a + s.sizeBytes, 0), schema: plan.schema };
+}
+
+/** A required column must be present in every batch (DESIGN: missing optional columns read as null). */
+function checkRequiredColumns(schema: Schema, incoming: StructType): void {
+  const names = new Set(incoming.fields.map((f) => f.name));
+  for (const f of schema.fields) {
+    if (f.required && !names.has(f.name)) {
+      throw invalidInput(`write: required column ${f.name} (${typeToString(f.type)}) is missing from the input`);
+    }
+  }
+}
+
+function checkRequiredNulls(schema: Schema, metrics: Pick<DataFile, 'null-value-counts'>, input: PreparedInput): void {
+  for (const f of schema.fields) {
+    const nulls = metrics['null-value-counts']?.get(f.id) ?? 0;
+    if (f.required && nulls > 0) {
+      throw invalidInput(`input ${input.displayName}: column ${f.name} is required but ${nulls} row(s) have no value`);
+    }
+  }
+}
+
+export async function deleteFiles(ctx: BatchContext, uris: string[]): Promise<void> {
+  await Promise.all(uris.map((u) => ctx.io.delete(u).catch(() => undefined)));
+}
+
+async function removeByPrefix(ctx: BatchContext, dir: string, prefix: string): Promise<void> {
+  const doomed: string[] = [];
+  for await (const o of ctx.io.list(dir + '/')) if (basename(o.uri).startsWith(prefix)) doomed.push(o.uri);
+  await deleteFiles(ctx, doomed);
+}
+
