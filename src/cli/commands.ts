@@ -104,8 +104,9 @@ export function registerCommands(program: Command): void {
     .option('--schema <file>', 'declared schema (Iceberg JSON struct) instead of inference')
     .option('--formats <list>', 'for a new table: iceberg,delta (default both), iceberg or delta')
     .option('--property <key=value>', 'for a new table: a table property (repeatable)', collect, [])
+    .option('--partition <spec>', 'partition spec, e.g. "day(ts), bucket(16, user_id)"; on an existing table a new spec evolves it')
     .option('--json', 'print the result as JSON')
-    .action(async (table: string, o: { input: string; inputFormat?: string; mode: string; schema?: string; formats?: string; property: string[]; json?: boolean }, cmd: Command) => {
+    .action(async (table: string, o: { input: string; inputFormat?: string; mode: string; schema?: string; formats?: string; property: string[]; partition?: string; json?: boolean }, cmd: Command) => {
       if (o.mode !== 'append' && o.mode !== 'overwrite') throw invalidInput(`write: --mode must be append or overwrite, found ${JSON.stringify(o.mode)}`);
       const format = o.inputFormat ? parseInputFormat(o.inputFormat) : undefined;
       let input: WriteInput;
@@ -126,6 +127,7 @@ export function registerCommands(program: Command): void {
             schema,
             formats: o.formats ? parseFormats(o.formats) : undefined,
             properties: parseProperties(o.property),
+            partition: o.partition,
           }),
         );
         if (o.json) return out(stringifyJson(result));
@@ -147,16 +149,23 @@ export function registerCommands(program: Command): void {
     .option('--as-of <time>', 'ISO-8601 time or epoch milliseconds')
     .option('--limit <n>', 'at most N rows')
     .option('--output <format>', 'ndjson | csv | table (default: table on a terminal, else ndjson)')
-    .action(async (table: string, o: { format?: string; snapshot?: string; version?: string; asOf?: string; limit?: string; output?: string }, cmd: Command) => {
+    .option('--where <filter>', "filter, e.g. \"region = 'us' AND ts >= '2024-01-01'\" (skips files that cannot match)")
+    .option('--explain', 'print how many manifests and files were scanned and skipped, not the rows')
+    .action(async (table: string, o: { format?: string; snapshot?: string; version?: string; asOf?: string; limit?: string; output?: string; where?: string; explain?: boolean }, cmd: Command) => {
       const format = o.format as 'iceberg' | 'delta' | undefined;
       if (format !== undefined && format !== 'iceberg' && format !== 'delta') throw invalidInput(`read: --format must be iceberg or delta, found ${JSON.stringify(o.format)}`);
       const output = o.output ?? (process.stdout.isTTY ? 'table' : 'ndjson');
       if (!['ndjson', 'csv', 'table'].includes(output)) throw invalidInput(`read: --output must be ndjson, csv or table, found ${JSON.stringify(output)}`);
       const limit = o.limit !== undefined ? Number(o.limit) : undefined;
       if (limit !== undefined && (!Number.isInteger(limit) || limit < 0)) throw invalidInput(`read: --limit expects a whole number, found ${JSON.stringify(o.limit)}`);
-      const opts: ReadOptions = { ...parseTravel(o), format, limit };
+      const opts: ReadOptions = { ...parseTravel(o), format, limit, where: o.where };
       const byPath = await isPathArgument(table);
       await using(cmd, async (lake) => {
+        if (o.explain) {
+          const plan = byPath ? await lake.planPath(table, opts) : await lake.table(table).plan(opts);
+          out(stringifyJson({ format: plan.format, snapshotId: plan.snapshotId, deltaVersion: plan.deltaVersion, where: o.where ?? null, filesScanned: plan.task.files.length, ...plan.task.explain }));
+          return;
+        }
         if (output === 'table') {
           const rows = byPath ? await lake.readPath(table, { ...opts, limit: limit ?? 100 }) : await lake.table(table).read({ ...opts, limit: limit ?? 100 });
           out(formatTable(rows));
@@ -172,6 +181,22 @@ export function registerCommands(program: Command): void {
         } finally {
           await rm(dir, { recursive: true, force: true });
         }
+      });
+    });
+
+  command('create')
+    .description('create an empty table from a schema (Iceberg JSON struct), optionally partitioned')
+    .argument('<table>', 'namespace.table')
+    .requiredOption('--schema <file>', 'the schema, an Iceberg struct in JSON')
+    .option('--partition <spec>', 'partition spec, e.g. "day(ts), bucket(16, user_id)"')
+    .option('--formats <list>', 'iceberg,delta (default both), iceberg or delta')
+    .option('--property <key=value>', 'a table property (repeatable)', collect, [])
+    .action(async (table: string, o: { schema: string; partition?: string; formats?: string; property: string[] }, cmd: Command) => {
+      const schema = parseJson(await readFile(o.schema, 'utf8'), o.schema) as StructType;
+      await using(cmd, async (lake) => {
+        await lake.table(table).create(schema, { partition: o.partition, formats: o.formats ? parseFormats(o.formats) : undefined, properties: parseProperties(o.property) });
+        const d = await lake.table(table).describe();
+        out(`created ${d.name} at ${d.location}`);
       });
     });
 

@@ -65,6 +65,7 @@ export function printDescription(d: TableDescription): string {
     `table         ${d.name}`,
     `location      ${d.location}`,
     `formats       ${d.formats.join(', ')}${d.formatVersion !== undefined ? ` (iceberg format v${d.formatVersion})` : ''}`,
+    `partitioned   ${d.partitionSpec || '(no)'}`,
     `snapshot      ${d.currentSnapshotId ?? '(none)'}`,
     `delta version ${d.deltaVersion ?? '(none)'}`,
     `files         ${d.files}`,

@@ -29,6 +29,7 @@ function kindOf(message: string): ErrorKind {
 export class DuckDBSession {
   private queue: Promise<unknown> = Promise.resolve();
   private closed = false;
+  private readonly registered = new Set<string>();
 
   private constructor(
     private readonly instance: DuckDBInstance,
@@ -55,6 +56,13 @@ export class DuckDBSession {
     });
     this.queue = next.catch(() => undefined);
     return next;
+  }
+
+  /** Registers scalar functions once per session (`name` guards against registering twice). */
+  registerOnce(name: string, register: (connection: DuckDBConnection) => void): void {
+    if (this.registered.has(name)) return;
+    register(this.connection);
+    this.registered.add(name);
   }
 
   async run(sql: string): Promise<void> {

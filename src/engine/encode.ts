@@ -9,7 +9,7 @@ import type { StructType } from '../spec/iceberg/types.ts';
 import { structFromDescribe } from '../spec/parquet/duckdb-types.ts';
 import { conversionChecks, fieldIdsClause, parseCastFailure, selectList, type CastFailure } from '../spec/parquet/field-ids.ts';
 import { parseReturnStats, type FileStats } from '../spec/parquet/stats.ts';
-import { quoteString, type DuckDBSession } from './duckdb-session.ts';
+import { quoteIdent, quoteString, type DuckDBSession } from './duckdb-session.ts';
 import { describeRelation, type InputFile } from './infer-schema.ts';
 
 export interface EncodeOptions {
@@ -29,9 +29,29 @@ export interface EncodeOptions {
   rowGroupSize?: number;
   /** The input `source` reads, so a failure can name the line of the offending row. */
   input?: InputFile;
+  /**
+   * Split rows by these key expressions (SQL over the table's physical columns): every file holds
+   * one combination of keys. DuckDB cannot roll files inside partitions, so a partition's rows go
+   * to one file whatever the target size.
+   */
+  partitionBy?: { alias: string; sql: string }[];
+  /** For partitioned writes: the folder (relative to `outputDir`) a file with these keys goes to. */
+  placeFile?: (keys: Map<string, string | null>) => string;
 }
 
+/** A written file's statistics, and the partition keys it holds when the write was partitioned. */
+export type EncodedFileStats = FileStats & { partitionKeys?: Map<string, string | null> };
+
 const ALIAS = 'src';
+
+/** RETURN_STATS `partition_keys`: a MAP(VARCHAR, VARCHAR), as entries or an object. */
+function partitionKeysOf(raw: unknown): Map<string, string | null> {
+  const out = new Map<string, string | null>();
+  const entries: [unknown, unknown][] =
+    raw instanceof Map ? [...raw] : Array.isArray(raw) ? raw.map((e: { key: unknown; value: unknown }) => [e.key, e.value]) : Object.entries((raw ?? {}) as object);
+  for (const [k, v] of entries) out.set(String(k), v === null || v === undefined ? null : String(v));
+  return out;
+}
 
 function statsRowOf(row: Record<string, unknown>) {
   const toMap = (entries: unknown): Map<string, unknown> => {
@@ -52,7 +72,7 @@ function statsRowOf(row: Record<string, unknown>) {
  * A value that does not fit its column fails with an `invalid-input` error naming the column, the
  * line (NDJSON, CSV) or record (JSON) of the row, the value and the expected type; no file is left.
  */
-export async function encodeParquet(session: DuckDBSession, options: EncodeOptions): Promise<FileStats[]> {
+export async function encodeParquet(session: DuckDBSession, options: EncodeOptions): Promise<EncodedFileStats[]> {
   if (!(options.targetFileSizeBytes > 0)) throw invalidInput(`encode: expected a positive target file size, found ${options.targetFileSizeBytes}`);
   if (/[/\\{}]/.test(options.filePrefix)) throw invalidInput(`encode: file prefix may not contain '/', '\\', '{' or '}', found ${JSON.stringify(options.filePrefix)}`);
   let inputType: StructType;
@@ -71,16 +91,21 @@ export async function encodeParquet(session: DuckDBSession, options: EncodeOptio
   } catch (e) {
     throw new TwinlakeError('io', `encode: cannot create files in ${options.outputDir}: ${e instanceof Error ? e.message : String(e)}`, {}, { cause: e, retryable: false });
   }
+  const partitioned = (options.partitionBy?.length ?? 0) > 0;
   const copyOptions = [
     'FORMAT parquet',
     `COMPRESSION ${options.compression ?? 'zstd'}`,
     `FIELD_IDS ${fieldIdsClause(options.schema, options.physicalNames)}`,
-    `FILE_SIZE_BYTES ${Math.floor(options.targetFileSizeBytes)}`,
+    ...(partitioned
+      ? [`PARTITION_BY (${options.partitionBy!.map((p) => quoteIdent(p.alias)).join(', ')})`]
+      : [`FILE_SIZE_BYTES ${Math.floor(options.targetFileSizeBytes)}`]),
     `FILENAME_PATTERN ${quoteString(`${options.filePrefix}{uuid}`)}`,
     'RETURN_STATS',
     ...(options.rowGroupSize ? [`ROW_GROUP_SIZE ${Math.floor(options.rowGroupSize)}`] : []),
   ];
-  const sql = `COPY (SELECT ${select} FROM ${options.source} AS ${ALIAS}) TO ${quoteString(staging)} (${copyOptions.join(', ')})`;
+  let query = `SELECT ${select} FROM ${options.source} AS ${ALIAS}`;
+  if (partitioned) query = `SELECT *, ${options.partitionBy!.map((p) => `${p.sql} AS ${quoteIdent(p.alias)}`).join(', ')} FROM (${query})`;
+  const sql = `COPY (${query}) TO ${quoteString(staging)} (${copyOptions.join(', ')})`;
   try {
     let rows: Record<string, unknown>[];
     try {
@@ -88,14 +113,17 @@ export async function encodeParquet(session: DuckDBSession, options: EncodeOptio
     } catch (e) {
       throw await diagnose(session, options, inputType, e);
     }
-    const files: FileStats[] = [];
+    const files: EncodedFileStats[] = [];
     for (const row of rows) {
       const stats = parseReturnStats(statsRowOf(row), options.schema, options.physicalNames);
       // An empty input can still produce an empty file; a data file with no rows is useless.
       if (stats.recordCount === 0) continue;
-      const target = join(options.outputDir, basename(stats.path));
+      const keys = partitioned ? partitionKeysOf(row.partition_keys) : undefined;
+      const dir = keys && options.placeFile ? join(options.outputDir, options.placeFile(keys)) : options.outputDir;
+      if (dir !== options.outputDir) await mkdir(dir, { recursive: true });
+      const target = join(dir, basename(stats.path));
       await rename(stats.path, target);
-      files.push({ ...stats, path: target });
+      files.push({ ...stats, path: target, ...(keys ? { partitionKeys: keys } : {}) });
     }
     return files;
   } finally {

@@ -146,7 +146,10 @@ export async function filesWithoutFieldIds(session: DuckDBSession, paths: string
 
 async function scanSql(session: DuckDBSession, task: ScanTask, limit?: number): Promise<string> {
   const nameMappedFiles = task.resolution === 'field-id' ? await filesWithoutFieldIds(session, task.files.map((f) => localPath(f.path))) : undefined;
-  return scanRelationSql(task, { nameMappedFiles, limit });
+  if (!task.filterSql) return scanRelationSql(task, { nameMappedFiles, limit });
+  // The filter names logical columns; DuckDB pushes it down into the Parquet scan (row groups).
+  const cut = limit === undefined ? '' : ` LIMIT ${Math.max(0, Math.floor(limit))}`;
+  return `SELECT * FROM (${scanRelationSql(task, { nameMappedFiles })}) AS __tl_rows WHERE ${task.filterSql}${cut}`;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -32,6 +32,17 @@ export interface ScanTask {
   /** field ID → name of that column in the data files (top-level and nested struct fields). */
   physicalNames: Map<number, string>;
   files: ScanFile[];
+  /** A row filter over the logical columns (DuckDB SQL), applied after the files are read. */
+  filterSql?: string;
+  /** What planning skipped, for `read --explain`. */
+  explain?: ScanExplain;
+}
+
+export interface ScanExplain {
+  manifests: number;
+  manifestsSkipped: number;
+  files: number;
+  filesSkipped: number;
 }
 
 /**

@@ -1,15 +1,18 @@
 import { mkdir } from 'node:fs/promises';
-import { basename } from 'node:path';
+import { basename, relative, sep } from 'node:path';
 import { errorMessage, invalidInput, isTwinlakeError, TwinlakeError, unsupported } from '../core/errors.ts';
 import { newUuid } from '../core/ids.ts';
 import { joinUri } from '../core/uri.ts';
 import type { DuckDBSession } from '../engine/duckdb-session.ts';
-import { encodeParquet } from '../engine/encode.ts';
+import { encodeParquet, type EncodedFileStats } from '../engine/encode.ts';
+import { partitionKeys, registerPartitionFunctions } from '../engine/partition-keys.ts';
+import { partitionPathSegment } from '../spec/iceberg/transforms.ts';
+import type { LiteralValue } from '../spec/scan-task.ts';
 import { inferSchema, inputRelation } from '../engine/infer-schema.ts';
 import type { FileIO } from '../io/file-io.ts';
-import { typeToString } from '../spec/iceberg/schema.ts';
-import type { DataFile, Schema, StructType } from '../spec/iceberg/types.ts';
-import { icebergMetrics, type FileStats } from '../spec/parquet/stats.ts';
+import { indexById, typeToString } from '../spec/iceberg/schema.ts';
+import type { DataFile, IcebergType, PartitionSpec, PartitionTuple, Schema, StructType } from '../spec/iceberg/types.ts';
+import { icebergMetrics } from '../spec/parquet/stats.ts';
 import type { PreparedInput } from './input.ts';
 import { diagnoseInput } from './input-diagnostics.ts';
 
@@ -26,7 +29,8 @@ export interface EncodeTarget {
   /** The table location; files go under `<location>/data/`. */
   location: string;
   targetFileSize: number;
-  specId: number;
+  /** The partition spec new files are written with (unpartitioned: no fields). */
+  spec: PartitionSpec;
 }
 
 export interface BatchContext {
@@ -99,9 +103,24 @@ export async function encode(ctx: BatchContext, plan: EncodeTarget, input: Prepa
   await mkdir(localDir, { recursive: true });
   const session = await ctx.session();
   const writeId = newUuid();
-  let stats: FileStats[] = [];
+  const keys = partitionKeys(plan.spec, plan.schema, plan.physicalNames);
+  if (keys.length > 0) registerPartitionFunctions(session);
+  const sourceTypes = sourceTypesOf(plan.spec, plan.schema);
+  const tupleOf = (raw: Map<string, string | null>): PartitionTuple => {
+    const tuple: PartitionTuple = {};
+    for (const f of plan.spec.fields) tuple[f.name] = null;
+    for (const k of keys) tuple[k.field.name] = k.decode(raw.get(k.alias) ?? null);
+    return tuple;
+  };
+  let stats: EncodedFileStats[] = [];
   try {
     stats = await encodeParquet(session, {
+      partitionBy: keys.map((k) => ({ alias: k.alias, sql: k.sql })),
+      // Human-readable folders as Iceberg writers name them: data/ts_day=2024-01-15/user_id_bucket=3/
+      placeFile: (raw) => {
+        const tuple = tupleOf(raw);
+        return plan.spec.fields.map((f) => partitionPathSegment(f.name, f.transform, sourceTypes.get(f['field-id'])!, tuple[f.name] as LiteralValue)).join('/');
+      },
       source: inputRelation({ path: input.path, format: input.format }, incoming),
       schema: plan.schema,
       physicalNames: plan.physicalNames,
@@ -115,13 +134,13 @@ export async function encode(ctx: BatchContext, plan: EncodeTarget, input: Prepa
     await removeByPrefix(ctx, dataDir, writeId);
     throw await explainEncodeFailure(e, input, dataDir);
   }
-  const files = stats.map((s) => joinUri(dataDir, basename(s.path)));
+  const files = stats.map((s) => joinUri(dataDir, relative(localDir, s.path).split(sep).join('/')));
   const rows = stats.reduce((a, s) => a + s.recordCount, 0);
   if (rows === 0) {
     await deleteFiles(ctx, files);
     throw invalidInput(`input ${input.displayName}: no records; nothing was written`);
   }
-  const specId = plan.specId;
+  const specId = plan.spec['spec-id'];
   const dataFiles: DataFile[] = [];
   for (let i = 0; i < stats.length; i++) {
     const s = stats[i]!;
@@ -132,7 +151,7 @@ export async function encode(ctx: BatchContext, plan: EncodeTarget, input: Prepa
       content: 0,
       'file-path': files[i]!,
       'file-format': 'PARQUET',
-      partition: {},
+      partition: s.partitionKeys ? tupleOf(s.partitionKeys) : {},
       'record-count': s.recordCount,
       'file-size-in-bytes': s.sizeBytes,
       ...metrics,
@@ -140,6 +159,14 @@ export async function encode(ctx: BatchContext, plan: EncodeTarget, input: Prepa
     });
   }
   return { files, dataFiles, rows, bytes: stats.reduce((a, s) => a + s.sizeBytes, 0), schema: plan.schema };
+}
+
+/** The source column type of each partition field, by partition field ID. */
+function sourceTypesOf(spec: PartitionSpec, schema: Schema): Map<number, IcebergType> {
+  const index = indexById(schema);
+  const out = new Map<number, IcebergType>();
+  for (const f of spec.fields) out.set(f['field-id'], index.get(f['source-id'])?.field.type ?? 'unknown');
+  return out;
 }
 
 /** A required column must be present in every batch (DESIGN: missing optional columns read as null). */

@@ -6,7 +6,9 @@ import type { Action, AddFile, CommitInfo, Metadata, Protocol, RemoveFile } from
 import { commitPath, parseCommit, serializeCommit } from '../spec/delta/actions.ts';
 import { protocolFor, toDeltaSchema } from '../spec/delta/schema.ts';
 import { deltaStats } from '../spec/parquet/stats.ts';
-import { schemaById, snapshotById } from '../spec/iceberg/table-metadata.ts';
+import { schemaById, snapshotById, specById } from '../spec/iceberg/table-metadata.ts';
+import { serializePartitionValue } from '../spec/delta/partition-values.ts';
+import type { LiteralValue } from '../spec/scan-task.ts';
 import type { DataFile, Schema, Snapshot, TableMetadata } from '../spec/iceberg/types.ts';
 import { readManifestEntries, readManifestList } from './manifest-io.ts';
 import { intProp, Props, readPhysicalNames } from './table-properties.ts';
@@ -39,7 +41,7 @@ export function deltaMetadata(metadata: TableMetadata, schema: Schema, createdTi
     id: metadata['table-uuid'],
     format: { provider: 'parquet', options: {} },
     schemaString: JSON.stringify(toDeltaSchema(schema, physicalNames)),
-    partitionColumns: [],
+    partitionColumns: identityColumns(metadata, schema).map((c) => c.name),
     configuration: {
       'delta.columnMapping.mode': 'name',
       'delta.columnMapping.maxColumnId': String(metadata['last-column-id']),
@@ -51,6 +53,32 @@ export function deltaMetadata(metadata: TableMetadata, schema: Schema, createdTi
 
 export function checkpointInterval(metadata: TableMetadata): number {
   return intProp(metadata.properties, Props.deltaCheckpointInterval, 10);
+}
+
+/**
+ * Delta partition columns: the identity-partitioned source columns of the default spec
+ * (DESIGN.md §4); other transforms are served by per-file stats.
+ */
+export function identityColumns(metadata: TableMetadata, schema: Schema): { name: string; fieldId: number; partitionField: string; type: string }[] {
+  const spec = specById(metadata, metadata['default-spec-id']);
+  const out: { name: string; fieldId: number; partitionField: string; type: string }[] = [];
+  for (const f of spec.fields) {
+    if (f.transform !== 'identity') continue;
+    const source = schema.fields.find((c) => c.id === f['source-id']);
+    if (source && typeof source.type === 'string') out.push({ name: source.name, fieldId: source.id, partitionField: f.name, type: source.type });
+  }
+  return out;
+}
+
+/** `partitionValues` of a data file, keyed by the columns' physical names (column mapping). */
+function partitionValues(metadata: TableMetadata, schema: Schema, file: DataFile): Record<string, string | null> {
+  const physicalNames = readPhysicalNames(metadata);
+  const out: Record<string, string | null> = {};
+  for (const c of identityColumns(metadata, schema)) {
+    const value = (file.partition[c.partitionField] ?? null) as LiteralValue;
+    out[physicalNames.get(c.fieldId) ?? c.name] = serializePartitionValue(value, c.type, c.name);
+  }
+  return out;
 }
 
 /** A data file's path as Delta wants it: relative to the table root, URI-encoded. */
@@ -76,7 +104,7 @@ export function creationActions(metadata: TableMetadata, timestampMs: number): A
   const commitInfo: CommitInfo = {
     timestamp: timestampMs,
     operation: 'CREATE TABLE',
-    operationParameters: { partitionBy: '[]' },
+    operationParameters: { partitionBy: JSON.stringify(identityColumns(metadata, schema).map((c) => c.name)) },
     engineInfo: ENGINE_INFO,
   };
   return [
@@ -104,7 +132,7 @@ export function snapshotActions(
   const commitInfo: CommitInfo = {
     timestamp: ts,
     operation: 'WRITE',
-    operationParameters: { mode: overwrite ? 'Overwrite' : 'Append', partitionBy: '[]' },
+    operationParameters: { mode: overwrite ? 'Overwrite' : 'Append', partitionBy: JSON.stringify(identityColumns(metadata, schema).map((c) => c.name)) },
     isBlindAppend: !overwrite,
     engineInfo: ENGINE_INFO,
     icebergSnapshotId: snapshot['snapshot-id'],
@@ -124,7 +152,7 @@ export function snapshotActions(
       deletionTimestamp: ts,
       dataChange: true,
       extendedFileMetadata: true,
-      partitionValues: {},
+      partitionValues: partitionValues(metadata, schema, f),
       size: f['file-size-in-bytes'],
     };
     actions.push({ remove });
@@ -132,7 +160,7 @@ export function snapshotActions(
   for (const f of files.added) {
     const add: AddFile = {
       path: deltaPath(metadata.location, f['file-path']),
-      partitionValues: {},
+      partitionValues: partitionValues(metadata, schema, f),
       size: f['file-size-in-bytes'],
       modificationTime: ts,
       dataChange: true,

@@ -1,4 +1,4 @@
-import { errorMessage, invalidInput, isTwinlakeError, TwinlakeError } from '../core/errors.ts';
+import { errorMessage, invalidInput, isTwinlakeError, TwinlakeError, unsupported } from '../core/errors.ts';
 import { newUuid } from '../core/ids.ts';
 import type { Action, AddFile, CommitInfo, Metadata, RemoveFile } from '../spec/delta/actions.ts';
 import { fromDeltaSchema, protocolFor, toDeltaSchema } from '../spec/delta/schema.ts';
@@ -28,6 +28,7 @@ import type { WriteOptions, WriteResult } from './writer.ts';
  */
 export async function writeDeltaOnly(ctx: TableContext, location: string, input: WriteInput, opts: WriteOptions): Promise<WriteResult> {
   const mode = opts.mode ?? 'append';
+  if (opts.partition) throw unsupported(`table ${identString(ctx.ident)}: partitioning a Delta-only table is not supported; keep Iceberg too (the default) to partition`);
   const warnings: string[] = [];
   const prepared = await prepareInput(input);
   const { store, key } = ctx.io.storeAt(location);
@@ -42,7 +43,7 @@ export async function writeDeltaOnly(ctx: TableContext, location: string, input:
       const plan = planDeltaSchema(base, incoming, opts);
       if (base && !opts.schema) incoming = alignToTable(incoming, plan.schema);
       const encodeStart = performance.now();
-      const written = await encode(ctx, { ...plan, location, specId: 0 }, prepared, incoming);
+      const written = await encode(ctx, { ...plan, location, spec: { 'spec-id': 0, fields: [] } }, prepared, incoming);
       const encodeMs = performance.now() - encodeStart;
       const commitStart = performance.now();
       try {

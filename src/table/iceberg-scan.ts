@@ -3,22 +3,44 @@ import { fileUri } from '../core/uri.ts';
 import type { FileIO } from '../io/file-io.ts';
 import { fromBinary } from '../spec/iceberg/single-value.ts';
 import { indexById, parseNameMapping } from '../spec/iceberg/schema.ts';
-import { schemaById, specById } from '../spec/iceberg/table-metadata.ts';
+import { currentSchema, schemaById, specById } from '../spec/iceberg/table-metadata.ts';
+import { bindFilter, dataFileMatches, emptyExplain, manifestMatches, type Filter } from './scan-filter.ts';
 import type { DataFile, Schema, Snapshot, TableMetadata } from '../spec/iceberg/types.ts';
-import type { LiteralValue, ScanFile, ScanTask } from '../spec/scan-task.ts';
+import type { LiteralValue, ScanExplain, ScanFile, ScanTask } from '../spec/scan-task.ts';
 import { readManifestEntries, readManifestList } from './manifest-io.ts';
 import { Props, readPhysicalNames } from './table-properties.ts';
 
 /** The live data files of a snapshot (spec §Scan Planning), without delete files. */
-export async function liveFiles(io: FileIO, metadata: TableMetadata, snapshot: Snapshot): Promise<{ data: DataFile[]; deletes: DataFile[] }> {
+export async function liveFiles(
+  io: FileIO,
+  metadata: TableMetadata,
+  snapshot: Snapshot,
+  pruning?: { filter?: Filter; schema: Schema; explain: ScanExplain },
+): Promise<{ data: DataFile[]; deletes: DataFile[] }> {
   const data: DataFile[] = [];
   const deletes: DataFile[] = [];
-  const manifests = await readManifestList(io, snapshot['manifest-list']);
+  const all = await readManifestList(io, snapshot['manifest-list']);
+  const filter = pruning?.filter;
+  const manifests = all.filter((m) => manifestMatches(filter, m, specById(metadata, m['partition-spec-id']), pruning?.schema ?? currentSchema(metadata)));
+  if (pruning) {
+    pruning.explain.manifests += all.length;
+    pruning.explain.manifestsSkipped += all.length - manifests.length;
+  }
   const entryLists = await Promise.all(manifests.map((m) => readManifestEntries(io, m, metadata)));
   for (const entries of entryLists) {
     for (const e of entries) {
       if (e.status === 2) continue;
-      (e['data-file'].content === 0 ? data : deletes).push(e['data-file']);
+      const file = e['data-file'];
+      if (file.content !== 0) {
+        deletes.push(file);
+        continue;
+      }
+      if (pruning) pruning.explain.files++;
+      if (pruning && !dataFileMatches(filter, file, specById(metadata, file['spec-id']), pruning.schema)) {
+        pruning.explain.filesSkipped++;
+        continue;
+      }
+      data.push(file);
     }
   }
   return { data, deletes };
@@ -29,20 +51,27 @@ export async function liveFiles(io: FileIO, metadata: TableMetadata, snapshot: S
  * Time travel reads with the schema the snapshot was written with (spec Appendix F, point in
  * time reads); a current read uses the current schema.
  */
-export async function planIcebergScan(io: FileIO, metadata: TableMetadata, snapshot: Snapshot | undefined, opts: { timeTravel: boolean }): Promise<ScanTask> {
+export async function planIcebergScan(
+  io: FileIO,
+  metadata: TableMetadata,
+  snapshot: Snapshot | undefined,
+  opts: { timeTravel: boolean; where?: string },
+): Promise<ScanTask> {
   const schemaId = opts.timeTravel && snapshot?.['schema-id'] !== undefined ? snapshot['schema-id'] : metadata['current-schema-id'];
   const schema = schemaById(metadata, schemaId);
   const physicalNames = fallbackNames(metadata, schema);
-  if (!snapshot) return { schema, resolution: 'field-id', physicalNames, files: [] };
+  const filter = bindFilter(opts.where, schema);
+  const explain = emptyExplain();
+  if (!snapshot) return { schema, resolution: 'field-id', physicalNames, files: [], explain };
 
-  const { data, deletes } = await liveFiles(io, metadata, snapshot);
+  const { data, deletes } = await liveFiles(io, metadata, snapshot, { filter, schema, explain });
   if (deletes.length > 0) {
     throw unsupported(
       `iceberg: snapshot ${snapshot['snapshot-id']} has ${deletes.length} delete file(s); reading row-level deletes is not supported yet`,
     );
   }
   const files: ScanFile[] = data.map((f) => ({ path: enginePath(io, f['file-path']), recordCount: f['record-count'], constants: identityConstants(metadata, schema, f) }));
-  return { schema, resolution: 'field-id', physicalNames, files };
+  return { schema, resolution: 'field-id', physicalNames, files, explain, ...(filter ? { filterSql: filter.sql } : {}) };
 }
 
 /**

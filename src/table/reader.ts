@@ -6,6 +6,7 @@ import type { ScanTask } from '../spec/scan-task.ts';
 import { deltaScanTask, readDeltaSnapshot } from './delta-log.ts';
 import { deltaVersionOf } from './delta-projection.ts';
 import { planIcebergScan } from './iceberg-scan.ts';
+import { bindFilter, pruneDeltaTask } from './scan-filter.ts';
 
 export type ReadFormat = 'iceberg' | 'delta';
 
@@ -41,7 +42,7 @@ export function parseAsOf(asOf: Date | string | number): number {
   return ms;
 }
 
-export async function planRead(source: TableSource, format: ReadFormat | undefined, travel: TimeTravel): Promise<ReadPlan> {
+export async function planRead(source: TableSource, format: ReadFormat | undefined, travel: TimeTravel & { where?: string }): Promise<ReadPlan> {
   const given = [travel.snapshotId, travel.version, travel.asOf].filter((x) => x !== undefined).length;
   if (given > 1) throw invalidInput('read: give at most one of snapshot, version and as-of');
   const metadata = await source.iceberg();
@@ -49,7 +50,7 @@ export async function planRead(source: TableSource, format: ReadFormat | undefin
   if (chosen === 'iceberg') {
     if (!metadata) throw notFound(`iceberg: no iceberg metadata for the table at ${source.location}`);
     const snapshot = pickIcebergSnapshot(metadata, travel);
-    const task = await planIcebergScan(source.io, metadata, snapshot, { timeTravel: given > 0 });
+    const task = await planIcebergScan(source.io, metadata, snapshot, { timeTravel: given > 0, where: travel.where });
     return { format: 'iceberg', task, snapshotId: snapshot?.['snapshot-id'], deltaVersion: snapshot ? deltaVersionOf(snapshot) : undefined };
   }
   let version = travel.version;
@@ -64,7 +65,8 @@ export async function planRead(source: TableSource, format: ReadFormat | undefin
     version,
     timestampMs: travel.asOf !== undefined ? parseAsOf(travel.asOf) : undefined,
   });
-  const task = deltaScanTask(snapshot, source.location);
+  const all = deltaScanTask(snapshot, source.location);
+  const task = pruneDeltaTask(all, snapshot, bindFilter(travel.where, all.schema));
   return { format: 'delta', task, deltaVersion: snapshot.version };
 }
 

@@ -1,10 +1,11 @@
 import { newUuid } from '../core/ids.ts';
 import { joinUri } from '../core/uri.ts';
 import type { FileIO } from '../io/file-io.ts';
-import { encodeManifestList } from '../spec/iceberg/manifest-list.ts';
+import { encodeManifestList, partitionSummaries } from '../spec/iceberg/manifest-list.ts';
+import { partitionType } from '../spec/iceberg/manifest.ts';
 import { summarize } from '../spec/iceberg/snapshot-summary.ts';
 import { currentSnapshot, specById } from '../spec/iceberg/table-metadata.ts';
-import type { DataFile, ManifestEntry, ManifestFile, Operation, Schema, Snapshot, TableMetadata } from '../spec/iceberg/types.ts';
+import type { DataFile, FieldSummary, ManifestEntry, ManifestFile, Operation, PartitionSpec, Schema, Snapshot, TableMetadata } from '../spec/iceberg/types.ts';
 import { avroCodec, readManifestEntries, readManifestList, syncMarker, writeManifest } from './manifest-io.ts';
 import { intProp, Props, boolProp } from './table-properties.ts';
 
@@ -36,7 +37,7 @@ export interface ProducedSnapshot {
 }
 
 export class SnapshotProducer {
-  private addedManifest?: { uri: string; length: number };
+  private addedManifest?: { uri: string; length: number; partitions: FieldSummary[] };
   /** Every Avro file written, so a failed write can remove them all. */
   readonly written: string[] = [];
 
@@ -63,7 +64,7 @@ export class SnapshotProducer {
         const entries: ManifestEntry[] = this.change.added.map((f) => ({ status: 1, 'snapshot-id': this.snapshotId, 'data-file': f }));
         const length = await writeManifest(this.io, uri, base, { schema: basis.schema, spec, content: 0, entries });
         this.written.push(uri);
-        this.addedManifest = { uri, length };
+        this.addedManifest = { uri, length, partitions: summaries(spec, basis.schema, this.change.added) };
       }
       manifests.push({
         'manifest-path': this.addedManifest.uri,
@@ -79,7 +80,7 @@ export class SnapshotProducer {
         'added-rows-count': sum(this.change.added.map((f) => f['record-count'])),
         'existing-rows-count': 0,
         'deleted-rows-count': 0,
-        partitions: [],
+        partitions: this.addedManifest.partitions,
       });
     }
 
@@ -94,26 +95,34 @@ export class SnapshotProducer {
           if (e['data-file'].content === 0) removed.push(e['data-file']);
         }
       }
-      if (deletedEntries.length > 0) {
+      // A manifest holds one spec and one content type: group the deleted entries accordingly.
+      const groups = new Map<string, ManifestEntry[]>();
+      for (const e of deletedEntries) {
+        const key = `${e['data-file']['spec-id']}/${e['data-file'].content === 0 ? 0 : 1}`;
+        groups.set(key, [...(groups.get(key) ?? []), e]);
+      }
+      for (const [key, group] of groups) {
+        const [specId, content] = key.split('/').map(Number) as [number, 0 | 1];
+        const groupSpec = specById(base, specId);
         const uri = joinUri(metadataDir, `${newUuid()}-m1.avro`);
-        const length = await writeManifest(this.io, uri, base, { schema: basis.schema, spec, content: 0, entries: deletedEntries });
+        const length = await writeManifest(this.io, uri, base, { schema: basis.schema, spec: groupSpec, content, entries: group });
         this.written.push(uri);
         attemptFiles.push(uri);
         manifests.push({
           'manifest-path': uri,
           'manifest-length': length,
-          'partition-spec-id': spec['spec-id'],
-          content: 0,
+          'partition-spec-id': specId,
+          content,
           'sequence-number': sequenceNumber,
-          'min-sequence-number': minOf(deletedEntries.map((e) => e['sequence-number'] ?? sequenceNumber), sequenceNumber),
+          'min-sequence-number': minOf(group.map((e) => e['sequence-number'] ?? sequenceNumber), sequenceNumber),
           'added-snapshot-id': this.snapshotId,
           'added-files-count': 0,
           'existing-files-count': 0,
-          'deleted-files-count': deletedEntries.length,
+          'deleted-files-count': group.length,
           'added-rows-count': 0,
           'existing-rows-count': 0,
-          'deleted-rows-count': sum(deletedEntries.map((e) => e['data-file']['record-count'])),
-          partitions: [],
+          'deleted-rows-count': sum(group.map((e) => e['data-file']['record-count'])),
+          partitions: summaries(groupSpec, basis.schema, group.map((e) => e['data-file'])),
         });
       }
     } else {
@@ -204,7 +213,7 @@ export class SnapshotProducer {
       'added-rows-count': 0,
       'existing-rows-count': sum(entries.map((e) => e['data-file']['record-count'])),
       'deleted-rows-count': 0,
-      partitions: [],
+      partitions: summaries(spec, schema, entries.map((e) => e['data-file'])),
     };
     return [merged, ...parentManifests.filter((m) => !mergeable.includes(m))];
   }
@@ -219,6 +228,12 @@ function sum(xs: number[]): number {
   let s = 0;
   for (const x of xs) s += x;
   return s;
+}
+
+/** Manifest-list partition summaries (spec §Manifest Lists) of the files a manifest holds. */
+function summaries(spec: PartitionSpec, schema: Schema, files: DataFile[]): FieldSummary[] {
+  if (spec.fields.length === 0) return [];
+  return partitionSummaries(partitionType(spec, schema), files.map((f) => f.partition));
 }
 
 function minOf(xs: number[], empty: number): number {

@@ -2,8 +2,9 @@ import { invalidInput, unsupported } from '../core/errors.ts';
 import { parseStats } from '../spec/delta/stats.ts';
 import { deltaHistory, deltaScanTask, readDeltaSnapshot } from './delta-log.ts';
 import { writeDeltaOnly } from './delta-writer.ts';
-import type { TableMetadata, Schema } from '../spec/iceberg/types.ts';
-import { currentSchema, currentSnapshot, ancestors } from '../spec/iceberg/table-metadata.ts';
+import type { Schema, StructType, TableMetadata } from '../spec/iceberg/types.ts';
+import { ancestors, currentSchema, currentSnapshot, specById } from '../spec/iceberg/table-metadata.ts';
+import { formatPartitionSpec } from '../spec/iceberg/partition-spec-parser.ts';
 import { readScan, copyScanTo } from '../engine/read-scan.ts';
 import { deltaVersionOf } from './delta-projection.ts';
 import type { WriteInput } from './input.ts';
@@ -11,12 +12,14 @@ import { planRead, type ReadFormat, type ReadPlan, type TableSource, type TimeTr
 import type { TableContext } from './table-context.ts';
 import { identString } from './table-context.ts';
 import { parseFormats, tableFormats, type TableFormat } from './table-properties.ts';
-import { writeTable, type WriteOptions, type WriteResult } from './writer.ts';
+import { createTable, writeTable, type WriteOptions, type WriteResult } from './writer.ts';
 
 export interface ReadOptions extends TimeTravel {
   /** Which projection to read through; Iceberg by default. */
   format?: ReadFormat;
   limit?: number;
+  /** A filter, e.g. `region = 'us' AND ts >= '2024-01-01'`; files that cannot match are skipped. */
+  where?: string;
 }
 
 export interface HistoryEntry {
@@ -42,6 +45,8 @@ export interface TableDescription {
   deltaProtocol?: { minReaderVersion: number; minWriterVersion: number };
   tableUuid: string;
   schema: Schema;
+  /** The default partition spec in `--partition` syntax ('' when unpartitioned). */
+  partitionSpec: string;
   properties: Record<string, string>;
   currentSnapshotId?: bigint;
   deltaVersion?: number;
@@ -89,6 +94,11 @@ export class Table {
       return result;
     }
     return writeTable(this.ctx, input, opts);
+  }
+
+  /** Creates the table without data (schema in Iceberg JSON form); Delta version 0 records it. */
+  async create(schema: StructType, opts: Omit<WriteOptions, 'mode' | 'schema'> = {}): Promise<void> {
+    await createTable(this.ctx, schema, opts);
   }
 
   async exists(): Promise<boolean> {
@@ -187,6 +197,7 @@ export class Table {
         deltaProtocol: { minReaderVersion: snap.protocol.minReaderVersion, minWriterVersion: snap.protocol.minWriterVersion },
         tableUuid: snap.metadata.id,
         schema: plan.schema,
+        partitionSpec: snap.metadata.partitionColumns.join(', '),
         properties: snap.metadata.configuration,
         deltaVersion: snap.version,
         files: snap.files.length,
@@ -204,6 +215,7 @@ export class Table {
       formatVersion: metadata['format-version'],
       tableUuid: metadata['table-uuid'],
       schema: currentSchema(metadata),
+      partitionSpec: formatPartitionSpec(specById(metadata, metadata['default-spec-id']), currentSchema(metadata)),
       properties: metadata.properties,
       currentSnapshotId: head?.['snapshot-id'],
       deltaVersion: head ? deltaVersionOf(head) : undefined,

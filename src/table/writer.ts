@@ -1,10 +1,11 @@
-import { errorMessage, invalidInput, isTwinlakeError, TwinlakeError } from '../core/errors.ts';
+import { errorMessage, invalidInput, isTwinlakeError, TwinlakeError, unsupported } from '../core/errors.ts';
 import { newSnapshotId, newUuid } from '../core/ids.ts';
 import type { LoadTableResult } from '../catalog/catalog.ts';
 import { assignFreshIds, evolveSchema, indexById, nameMapping, typeToString } from '../spec/iceberg/schema.ts';
-import { currentSchema, currentSnapshot, newTableMetadata } from '../spec/iceberg/table-metadata.ts';
+import { currentSchema, currentSnapshot, newTableMetadata, specById } from '../spec/iceberg/table-metadata.ts';
+import { evolvePartitionSpec, parsePartitionSpec } from '../spec/iceberg/partition-spec-parser.ts';
 import { applyUpdates, type TableRequirement, type TableUpdate } from '../spec/iceberg/updates.ts';
-import type { Schema, StructType, TableMetadata } from '../spec/iceberg/types.ts';
+import type { PartitionSpec, Schema, StructType, TableMetadata } from '../spec/iceberg/types.ts';
 import { catchUpDelta, checkpointInterval, DELTA_VERSION_KEY, nextDeltaVersion } from './delta-projection.ts';
 import { writeDeltaCheckpointIfDue } from './delta-checkpoint.ts';
 import { prepareInput, type WriteInput } from './input.ts';
@@ -37,6 +38,11 @@ export interface WriteOptions {
   formats?: TableFormat[];
   /** For a table created by this write: its properties. */
   properties?: Record<string, string>;
+  /**
+   * The partition spec, e.g. `day(ts), bucket(16, user_id)`. A new table is created with it; on
+   * an existing table a different spec is a partition evolution.
+   */
+  partition?: string;
 }
 
 export interface WriteResult {
@@ -87,11 +93,14 @@ export async function writeTable(ctx: TableContext, input: WriteInput, opts: Wri
     for (let encodeAttempt = 0; ; encodeAttempt++) {
       const plan = planSchema(ctx, loaded?.metadata, incoming, opts);
       const encodeStart = performance.now();
-      const written = await encode(ctx, { ...plan, specId: plan.newTable ? plan.newTable['default-spec-id'] : 0 }, prepared, incoming);
+      const written = await encode(ctx, plan, prepared, incoming);
+      if (tableFormats(plan.newTable?.properties ?? loaded!.metadata.properties).includes('delta')) {
+        await refuseEmptyIdentityStrings(ctx, plan, written);
+      }
       const encodeMs = performance.now() - encodeStart;
       try {
         const commitStart = performance.now();
-        const outcome = await commit(ctx, plan, written, mode, loaded);
+        const outcome = await commit(ctx, plan, written, mode, loaded, opts);
         const icebergCommitMs = performance.now() - commitStart;
         if (outcome.status === 'schema-moved') {
           // A concurrent writer changed the columns this batch was encoded against.
@@ -158,6 +167,10 @@ interface SchemaPlan {
   newTable?: TableMetadata;
   location: string;
   targetFileSize: number;
+  /** The spec this batch is written with. */
+  spec: PartitionSpec;
+  /** add-spec / set-default-spec when this write evolves the partitioning. */
+  specUpdates: TableUpdate[];
 }
 
 function planSchema(ctx: TableContext, metadata: TableMetadata | undefined, incoming: StructType, opts: WriteOptions): SchemaPlan {
@@ -173,9 +186,12 @@ function planSchema(ctx: TableContext, metadata: TableMetadata | undefined, inco
       [Props.physicalNames]: writePhysicalNames(physicalNames),
       [Props.nameMapping]: JSON.stringify(nameMapping(schema, physicalNames)),
     };
+    const spec = opts.partition ? parsePartitionSpec(opts.partition, schema, { specId: 0, lastPartitionId: 999 }) : { 'spec-id': 0, fields: [] };
+    if (formats.includes('delta')) checkDeltaPartitioning(spec, schema);
     const newTable = newTableMetadata({
       location: ctx.location,
       schema,
+      partitionSpec: spec,
       properties,
       formatVersion: 2,
       tableUuid: newUuid(),
@@ -190,6 +206,8 @@ function planSchema(ctx: TableContext, metadata: TableMetadata | undefined, inco
       newTable,
       location: ctx.location,
       targetFileSize: intProp(properties, Props.targetFileSize, DEFAULT_TARGET_FILE_SIZE),
+      spec: specById(newTable, newTable['default-spec-id']),
+      specUpdates: [],
     };
   }
   const current = currentSchema(metadata);
@@ -198,6 +216,21 @@ function planSchema(ctx: TableContext, metadata: TableMetadata | undefined, inco
     allowEvolution: boolProp(metadata.properties, Props.schemaEvolution, true),
     newSchemaId: nextSchemaId,
   });
+  let spec = specById(metadata, metadata['default-spec-id']);
+  const specUpdates: TableUpdate[] = [];
+  if (opts.partition !== undefined) {
+    const wanted = parsePartitionSpec(opts.partition, { ...evolved.schema }, { lastPartitionId: metadata['last-partition-id'] });
+    const next = evolvePartitionSpec(
+      { specs: metadata['partition-specs'], lastPartitionId: metadata['last-partition-id'], defaultSpecId: metadata['default-spec-id'], formatVersion: metadata['format-version'] },
+      wanted,
+    );
+    if (next.changed) {
+      if (tableFormats(metadata.properties).includes('delta')) checkIdentityUnchanged(spec, next.spec, evolved.schema);
+      if (next.isNew) specUpdates.push({ action: 'add-spec', spec: next.spec });
+      specUpdates.push({ action: 'set-default-spec', 'spec-id': next.spec['spec-id'] });
+      spec = next.spec;
+    }
+  }
   return {
     schema: evolved.schema,
     lastColumnId: evolved.lastColumnId,
@@ -205,14 +238,79 @@ function planSchema(ctx: TableContext, metadata: TableMetadata | undefined, inco
     physicalNames: assignPhysicalNames(evolved.schema, readPhysicalNames(metadata)),
     location: metadata.location,
     targetFileSize: intProp(metadata.properties, Props.targetFileSize, DEFAULT_TARGET_FILE_SIZE),
+    spec,
+    specUpdates,
   };
+}
+
+/**
+ * Delta reads an empty partition string back as null (PROTOCOL.md §Partition Value
+ * Serialization), so Iceberg and Delta would disagree on those rows: refuse them before commit.
+ */
+async function refuseEmptyIdentityStrings(ctx: TableContext, plan: SchemaPlan, written: EncodedFiles): Promise<void> {
+  const index = indexById(plan.schema);
+  for (const f of plan.spec.fields) {
+    if (f.transform !== 'identity' || index.get(f['source-id'])?.field.type !== 'string') continue;
+    if (written.dataFiles.some((d) => d.partition[f.name] === '')) {
+      await deleteFiles(ctx, written.files);
+      throw invalidInput(
+        `partition ${f.name}: a row has an empty string in identity partition column ${index.get(f['source-id'])!.path.join('.')}; Delta reads it back as null, so it cannot be written to a table that keeps Delta`,
+      );
+    }
+  }
+}
+
+/** Creates an empty table (no snapshot); Delta version 0 records its creation. */
+export async function createTable(ctx: TableContext, schema: StructType, opts: Omit<WriteOptions, 'mode' | 'schema'>): Promise<TableMetadata> {
+  const formats = parseFormats(opts.formats ?? ['iceberg', 'delta']);
+  if (!formats.includes('iceberg')) throw unsupported(`create ${identString(ctx.ident)}: an empty Delta-only table is created by its first write`);
+  const plan = planSchema(ctx, undefined, schema, opts);
+  if (!(await ctx.catalog.namespaceExists(ctx.ident.namespace))) {
+    await ctx.catalog.createNamespace(ctx.ident.namespace).catch((e) => {
+      if (!isTwinlakeError(e, 'already-exists')) throw e;
+    });
+  }
+  const created = await ctx.catalog.createTable(ctx.ident, plan.newTable!);
+  if (formats.includes('delta')) await commitDelta(ctx, created.metadata, ctx.warn);
+  return created.metadata;
+}
+
+/**
+ * Delta partition columns are the identity-partitioned source columns (DESIGN.md §4); Delta can
+ * partition only by top-level primitive columns.
+ */
+function checkDeltaPartitioning(spec: PartitionSpec, schema: Schema): void {
+  const index = indexById(schema);
+  for (const f of spec.fields) {
+    if (f.transform !== 'identity') continue;
+    const source = index.get(f['source-id']);
+    if (source && source.path.length > 1) {
+      throw invalidInput(`partition ${f.name}: Delta tables can partition by top-level columns only, found identity(${source.path.join('.')}); use --formats iceberg or another transform`);
+    }
+  }
+}
+
+/** Delta's partition columns cannot change once set: a dual-format table keeps its identity set. */
+function checkIdentityUnchanged(before: PartitionSpec, after: PartitionSpec, schema: Schema): void {
+  const ids = (s: PartitionSpec) => s.fields.filter((f) => f.transform === 'identity').map((f) => f['source-id']).sort((a, b) => a - b).join(',');
+  if (ids(before) !== ids(after)) {
+    const names = (s: PartitionSpec) => {
+      const index = indexById(schema);
+      const list = s.fields.filter((f) => f.transform === 'identity').map((f) => index.get(f['source-id'])?.path.join('.') ?? `#${f['source-id']}`);
+      return list.length ? list.join(', ') : 'none';
+    };
+    throw invalidInput(
+      `partition: Delta partition columns cannot change once set, and this table keeps Delta: identity columns are ${names(before)}, the new spec has ${names(after)}; other transforms may change freely`,
+    );
+  }
+  checkDeltaPartitioning(after, schema);
 }
 
 type CommitOutcome =
   | { status: 'committed'; metadata: TableMetadata; snapshot: NonNullable<ReturnType<typeof currentSnapshot>>; created: boolean }
   | { status: 'schema-moved'; loaded: LoadTableResult };
 
-async function commit(ctx: TableContext, plan: SchemaPlan, written: EncodedFiles, mode: WriteMode, loaded: LoadTableResult | undefined): Promise<CommitOutcome> {
+async function commit(ctx: TableContext, plan: SchemaPlan, written: EncodedFiles, mode: WriteMode, loaded: LoadTableResult | undefined, opts: WriteOptions): Promise<CommitOutcome> {
   const snapshotId = newSnapshotId();
   const producer = new SnapshotProducer(ctx.io, snapshotId, {
     operation: mode === 'overwrite' ? 'overwrite' : 'append',
@@ -235,7 +333,7 @@ async function commit(ctx: TableContext, plan: SchemaPlan, written: EncodedFiles
         continue;
       }
       if (!base) base = await ctx.catalog.loadTable(ctx.ident);
-      const rebased = rebasePlan(ctx, plan, base.metadata);
+      const rebased = rebasePlan(ctx, plan, base.metadata, opts);
       if (!rebased) return { status: 'schema-moved', loaded: base };
       const { updates, requirements, metadataForSnapshot } = rebased;
       const nowMs = Math.max(ctx.clock.nowMs(), base.metadata['last-updated-ms'] + 1);
@@ -272,18 +370,21 @@ function summaryExtra(metadata: TableMetadata, parent: ReturnType<typeof current
  * batch's field IDs no longer match the table (a concurrent writer added the same column with
  * another ID), so the batch must be encoded again.
  */
-function rebasePlan(ctx: TableContext, plan: SchemaPlan, metadata: TableMetadata):
+function rebasePlan(ctx: TableContext, plan: SchemaPlan, metadata: TableMetadata, opts: WriteOptions):
   | { updates: TableUpdate[]; requirements: TableRequirement[]; metadataForSnapshot: TableMetadata }
   | undefined {
-  const fresh = planSchema(ctx, metadata, plan.schema, {});
+  const fresh = planSchema(ctx, metadata, plan.schema, { partition: opts.partition });
   if (!sameColumns(plan.schema, metadata, fresh)) return undefined;
+  // Files were split by the spec they were encoded with; a concurrent partition change means again.
+  if (!sameSpec(plan.spec, fresh.spec)) return undefined;
   const parent = currentSnapshot(metadata);
   const requirements: TableRequirement[] = [
     { type: 'assert-ref-snapshot-id', ref: 'main', 'snapshot-id': parent ? parent['snapshot-id'] : null },
     { type: 'assert-current-schema-id', 'current-schema-id': metadata['current-schema-id'] },
     { type: 'assert-last-assigned-field-id', 'last-assigned-field-id': metadata['last-column-id'] },
+    { type: 'assert-default-spec-id', 'default-spec-id': metadata['default-spec-id'] },
   ];
-  const updates: TableUpdate[] = [];
+  const updates: TableUpdate[] = [...fresh.specUpdates];
   if (fresh.schemaChanged) {
     updates.push({ action: 'add-schema', schema: fresh.schema, 'last-column-id': fresh.lastColumnId });
     updates.push({ action: 'set-current-schema', 'schema-id': -1 });
@@ -298,6 +399,11 @@ function rebasePlan(ctx: TableContext, plan: SchemaPlan, metadata: TableMetadata
   // The snapshot's manifests are written against the schema it will carry.
   const metadataForSnapshot = updates.length ? applyUpdates(metadata, updates, { nowMs: ctx.clock.nowMs() }) : metadata;
   return { updates, requirements, metadataForSnapshot };
+}
+
+function sameSpec(a: PartitionSpec, b: PartitionSpec): boolean {
+  const key = (s: PartitionSpec) => JSON.stringify(s.fields.map((f) => [f['field-id'], f['source-id'], f.transform, f.name]));
+  return key(a) === key(b);
 }
 
 /** Every column the batch was encoded with still has the same field ID and name in `plan`. */

@@ -2,13 +2,13 @@ import { dataInvalid, invalidInput, unsupported } from '../../core/errors.ts';
 import { parseJson, stringifyJson } from '../../core/json.ts';
 import { fieldsById, namedTypes, nonNull, readAvroContainer, resolveNamed, toBytes, toNumber, writeAvroContainer, type AvroCodec, type AvroFieldIndex } from './avro.ts';
 import { indexById, isPrimitive, normalizePrimitive, typeToString } from './schema.ts';
+import { transformResultType } from './transforms.ts';
 import { bytesToUuid, decimalParams, decimalToUnscaled, fixedLength, readTwosComplement, unscaledToDecimal, uuidToBytes } from './single-value.ts';
 import {
   DataFileContent,
   EntryStatus,
   ManifestContent,
   type DataFile,
-  type IcebergType,
   type ManifestEntry,
   type ManifestFile,
   type PartitionField,
@@ -36,15 +36,8 @@ const V1_BLOCK_SIZE = 64 * 1024 * 1024;
 // ---------------------------------------------------------------------------------------------
 // Partition types.
 
-/** Result type of a partition transform (spec §Partition Transforms). */
-export function transformResultType(transform: string, source: IcebergType): PrimitiveType {
-  const t = transform.trim();
-  if (!isPrimitive(source)) throw invalidInput(`iceberg partition: transform ${t} needs a primitive source column, found ${typeToString(source)}`);
-  if (t === 'identity' || t === 'void' || /^truncate\[\d+\]$/.test(t)) return normalizePrimitive(source);
-  if (/^bucket\[\d+\]$/.test(t) || t === 'year' || t === 'month' || t === 'hour') return 'int';
-  if (t === 'day') return 'date';
-  throw unsupported(`iceberg partition: unknown transform ${JSON.stringify(t)}; expected identity, bucket[N], truncate[W], year, month, day, hour or void`);
-}
+/** Kept here for callers that imported it from manifests; it lives in transforms.ts. */
+export { transformResultType };
 
 /** The partition tuple's struct type: one optional field per partition field, with its field ID. */
 export function partitionType(spec: PartitionSpec, schema: StructType): StructType {
