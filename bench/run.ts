@@ -37,15 +37,37 @@ function cliWrite(warehouse: string, input: string): number {
   return performance.now() - t0;
 }
 
-async function libraryWrite(warehouse: string, input: string): Promise<{ ms: number; encodeMs: number }> {
+async function libraryWrite(warehouse: string, input: string, partition?: string): Promise<{ ms: number; encodeMs: number; files: number }> {
   rmSync(warehouse, { recursive: true, force: true });
   const lake = await Lakehouse.open({ warehouse });
   await lake.session();
   const t0 = performance.now();
-  const r = await lake.table('bench.events').append({ path: input });
+  const r = await lake.table('bench.events').append({ path: input }, { partition });
   const ms = performance.now() - t0;
   await lake.close();
-  return { ms, encodeMs: r.timings.encodeMs };
+  return { ms, encodeMs: r.timings.encodeMs, files: r.files };
+}
+
+/** Issue goal: a partitioned write at most 1.5x the unpartitioned one, same file, same run. */
+async function partitionedBench(): Promise<void> {
+  const input = await eventsFile(join(root, `events-${rows}.ndjson`), rows);
+  const specs = ['day(ts)', 'bucket(16, user_id)', 'day(ts), bucket(16, user_id)'];
+  const plain: number[] = [];
+  const parted = new Map<string, { ms: number[]; files: number }>(specs.map((s) => [s, { ms: [], files: 0 }]));
+  for (let i = 0; i < 3; i++) {
+    plain.push((await libraryWrite(join(root, 'wh-plain'), input)).ms);
+    for (const spec of specs) {
+      const p = await libraryWrite(join(root, 'wh-parted'), input, spec);
+      parted.get(spec)!.ms.push(p.ms);
+      parted.get(spec)!.files = p.files;
+    }
+  }
+  console.log(`partitioned writes of ${rows} rows vs the unpartitioned write, library, median of 3`);
+  console.log(`  ${'unpartitioned'.padEnd(46)} ${median(plain).toFixed(0).padStart(6)} ms`);
+  for (const [spec, r] of parted) {
+    const ratio = median(r.ms) / median(plain);
+    console.log(`  ${`${spec} (${r.files} files)`.padEnd(46)} ${median(r.ms).toFixed(0).padStart(6)} ms   ${ratio.toFixed(2)}x   goal ≤ 1.5x ${ratio <= 1.5 ? 'MET' : 'NOT MET'}`);
+  }
 }
 
 async function writeBench(): Promise<void> {
@@ -111,4 +133,5 @@ async function commitBench(): Promise<void> {
 
 const only = process.argv[2];
 if (!only || only === 'write') await writeBench();
+if (!only || only === 'partitioned') await partitionedBench();
 if (!only || only === 'commits') await commitBench();

@@ -44,6 +44,9 @@ export class DuckDBSession {
     const connection = await instance.connect();
     const session = new DuckDBSession(instance, connection);
     await session.run("SET TimeZone = 'UTC'");
+    // Partitioned writes keep one writer per partition open, so a partition becomes one file
+    // instead of several when a batch spans more than DuckDB's default of 100 partitions.
+    await session.run('SET partitioned_write_max_open_files = 2048');
     return session;
   }
 

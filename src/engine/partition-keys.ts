@@ -12,7 +12,7 @@ import type { DuckDBSession } from './duckdb-session.ts';
 /**
  * Partition transforms as DuckDB expressions, so rows are split by partition inside the COPY that
  * encodes them. Each key is computed in a form that is exact and safe as a directory name (integers,
- * or hex for text and bytes) and decoded back into the partition value afterwards. Bucket hashing
+ * URL-encoded text, hex bytes) and decoded back into the partition value afterwards. Bucket hashing
  * (murmur3, spec Appendix B) and code-point truncation have no DuckDB built-in: they run as scalar
  * functions written in TypeScript over the spec code.
  */
@@ -105,7 +105,8 @@ function encodeValue(type: string, column: string): string {
     case 'timestamptz':
       return `epoch_us(${column})`;
     case 'string':
-      return `to_hex(${column})`;
+      // URL-encoding keeps a key a safe, short directory name (hex would double long values).
+      return `url_encode(${column})`;
     case 'binary':
       return `to_hex(${column})`;
   }
@@ -130,7 +131,7 @@ function decodeValue(type: string, text: string | null): LiteralValue {
     case 'double':
       return text === 'nan' || text === 'NaN' ? NaN : text === 'inf' || text === 'Infinity' ? Infinity : text === '-inf' || text === '-Infinity' ? -Infinity : Number(text);
     case 'string':
-      return Buffer.from(text, 'hex').toString('utf8');
+      return decodeURIComponent(text);
     case 'binary':
       return new Uint8Array(Buffer.from(text, 'hex'));
     case 'uuid':
@@ -169,7 +170,7 @@ function truncateSql(type: string, column: string, width: number): string {
     case 'long':
       return `CAST(${column} - (((${column} % ${width}) + ${width}) % ${width}) AS VARCHAR)`;
     case 'string':
-      return `to_hex(tl_truncate_text(${column}, ${width}))`;
+      return `url_encode(tl_truncate_text(${column}, ${width}))`;
     case 'binary':
       return `to_hex(${column}[1:${width}])`;
   }

@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseJson } from '../../src/core/json.ts';
@@ -63,6 +63,32 @@ describe('twinlake CLI', () => {
     expect(h[0].operation).toBe('append');
     const text = cli(['--warehouse', wh, 'history', 'analytics.events']);
     expect(text.stdout).toContain(String(h[0].snapshotId));
+  });
+
+  it('creates a partitioned table, writes into it, and explains a pruned read', () => {
+    const schema = join(tmp.path, 'orders-schema.json');
+    writeFileSync(schema, JSON.stringify({ type: 'struct', fields: [
+      { id: 1, name: 'id', required: true, type: 'long' },
+      { id: 2, name: 'ts', required: false, type: 'timestamptz' },
+      { id: 3, name: 'region', required: false, type: 'string' },
+    ] }));
+    const created = cli(['--warehouse', wh, 'create', 'sales.orders', '--schema', schema, '--partition', 'day(ts), region']);
+    expect(created.code, created.stderr + created.stdout).toBe(0);
+    const d = parseJson(cli(['--warehouse', wh, 'describe', 'sales.orders', '--json']).stdout);
+    expect(d.partitionSpec).toBe('day(ts), region');
+    expect(d.currentSnapshotId).toBeUndefined();
+    const input = join(tmp.path, 'orders.ndjson');
+    writeFileSync(input, Array.from({ length: 60 }, (_, i) => JSON.stringify({ id: i, ts: `2024-03-${String(1 + (i % 6)).padStart(2, '0')}T10:00:00Z`, region: i % 2 ? 'us' : 'eu' })).join('\n') + '\n');
+    const w = cli(['--warehouse', wh, 'write', 'sales.orders', '--input', input]);
+    expect(w.code, w.stderr).toBe(0);
+    expect(w.stdout).toMatch(/files\s+6/);
+    const explain = parseJson(cli(['--warehouse', wh, 'read', 'sales.orders', '--where', "ts >= '2024-03-05' AND region = 'us'", '--explain']).stdout);
+    expect(explain).toMatchObject({ files: 6, filesSkipped: 5, filesScanned: 1 });
+    const rows = cli(['--warehouse', wh, 'read', 'sales.orders', '--where', "ts >= '2024-03-05' AND region = 'us'", '--format', 'delta', '--output', 'ndjson']);
+    expect(rows.stdout.trim().split('\n')).toHaveLength(10);
+    const bad = cli(['--warehouse', wh, 'write', 'sales.orders2', '--input', input, '--partition', 'day(region)']);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toMatch(/day/);
   });
 
   it('fails with one line and a non-zero exit on bad arguments', () => {

@@ -1,3 +1,4 @@
+import { stringifyJson } from '../../core/json.ts';
 import { invalidInput, unsupported } from '../../core/errors.ts';
 import type { LiteralValue } from '../scan-task.ts';
 import { bucketHasher } from './murmur3.ts';
@@ -137,7 +138,7 @@ function describe(value: unknown): string {
   if (value instanceof Uint8Array) return `${value.length} bytes`;
   if (typeof value === 'bigint') return `${value}n`;
   if (Array.isArray(value)) return `a list [${value.map(describe).join(', ')}]`;
-  return `${typeof value} ${JSON.stringify(value)}`;
+  return `${typeof value} ${stringifyJson(value)}`;
 }
 
 function asInt(value: LiteralValue, what: string): number {
