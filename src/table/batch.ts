@@ -95,8 +95,20 @@ export interface EncodedFiles {
   schema: Schema;
 }
 
+/**
+ * Rows to encode: an input file (converted strictly, errors name the line), or a relation already
+ * in the table's types (rows a merge or delete keeps).
+ */
+export type EncodeSource = { input: PreparedInput; incoming: StructType } | { sql: string; displayName: string };
+
 export async function encode(ctx: BatchContext, plan: EncodeTarget, input: PreparedInput, incoming: StructType): Promise<EncodedFiles> {
-  checkRequiredColumns(plan.schema, incoming);
+  return encodeFrom(ctx, plan, { input, incoming });
+}
+
+export async function encodeFrom(ctx: BatchContext, plan: EncodeTarget, from: EncodeSource): Promise<EncodedFiles> {
+  const input: PreparedInput | undefined = 'input' in from ? from.input : undefined;
+  const displayName = input ? input.displayName : (from as { displayName: string }).displayName;
+  if ('input' in from) checkRequiredColumns(plan.schema, from.incoming);
   const dataDir = joinUri(plan.location, 'data');
   const localDir = ctx.io.localPath(dataDir);
   if (!localDir) throw unsupported(`write: storage for ${dataDir} is not local disk; remote storage comes with the cloud storage issue`);
@@ -121,24 +133,25 @@ export async function encode(ctx: BatchContext, plan: EncodeTarget, input: Prepa
         const tuple = tupleOf(raw);
         return plan.spec.fields.map((f) => partitionPathSegment(f.name, f.transform, sourceTypes.get(f['field-id'])!, tuple[f.name] as LiteralValue)).join('/');
       },
-      source: inputRelation({ path: input.path, format: input.format }, incoming),
+      source: 'input' in from ? inputRelation({ path: from.input.path, format: from.input.format }, from.incoming) : `(${from.sql})`,
       schema: plan.schema,
       physicalNames: plan.physicalNames,
       outputDir: localDir,
       targetFileSizeBytes: plan.targetFileSize,
       filePrefix: `${writeId}-`,
-      input: { path: input.path, format: input.format },
+      ...(input ? { input: { path: input.path, format: input.format } } : {}),
     });
   } catch (e) {
     // The engine may have left partial files behind: remove everything this write named.
     await removeByPrefix(ctx, dataDir, writeId);
+    if (!input) throw e;
     throw await explainEncodeFailure(e, input, dataDir);
   }
   const files = stats.map((s) => joinUri(dataDir, relative(localDir, s.path).split(sep).join('/')));
   const rows = stats.reduce((a, s) => a + s.recordCount, 0);
-  if (rows === 0) {
+  if (rows === 0 && input) {
     await deleteFiles(ctx, files);
-    throw invalidInput(`input ${input.displayName}: no records; nothing was written`);
+    throw invalidInput(`input ${displayName}: no records; nothing was written`);
   }
   const specId = plan.spec['spec-id'];
   const dataFiles: DataFile[] = [];
@@ -146,7 +159,7 @@ export async function encode(ctx: BatchContext, plan: EncodeTarget, input: Prepa
     const s = stats[i]!;
     if (s.recordCount === 0) continue;
     const metrics = icebergMetrics(s, plan.schema);
-    checkRequiredNulls(plan.schema, metrics, input);
+    checkRequiredNulls(plan.schema, metrics, displayName);
     dataFiles.push({
       content: 0,
       'file-path': files[i]!,
@@ -179,11 +192,11 @@ function checkRequiredColumns(schema: Schema, incoming: StructType): void {
   }
 }
 
-function checkRequiredNulls(schema: Schema, metrics: Pick<DataFile, 'null-value-counts'>, input: PreparedInput): void {
+function checkRequiredNulls(schema: Schema, metrics: Pick<DataFile, 'null-value-counts'>, displayName: string): void {
   for (const f of schema.fields) {
     const nulls = metrics['null-value-counts']?.get(f.id) ?? 0;
     if (f.required && nulls > 0) {
-      throw invalidInput(`input ${input.displayName}: column ${f.name} is required but ${nulls} row(s) have no value`);
+      throw invalidInput(`input ${displayName}: column ${f.name} is required but ${nulls} row(s) have no value`);
     }
   }
 }

@@ -1,4 +1,5 @@
 import { newUuid } from '../core/ids.ts';
+import { TwinlakeError } from '../core/errors.ts';
 import { joinUri } from '../core/uri.ts';
 import type { FileIO } from '../io/file-io.ts';
 import { encodeManifestList, partitionSummaries } from '../spec/iceberg/manifest-list.ts';
@@ -17,10 +18,15 @@ import { intProp, Props, boolProp } from './table-properties.ts';
  * manifest list (and, for overwrites, the manifest of deleted files) is rebuilt.
  */
 export interface SnapshotChange {
-  operation: Extract<Operation, 'append' | 'overwrite'>;
+  operation: Extract<Operation, 'append' | 'overwrite' | 'delete'>;
   added: DataFile[];
   /** Remove every live data file of the parent (overwrite). */
   replaceAll: boolean;
+  /**
+   * Remove these data files (paths) of the parent: copy-on-write merges and deletes. Every named
+   * file must still be live in the parent, or the snapshot is refused as a conflict.
+   */
+  removeFiles?: ReadonlySet<string>;
 }
 
 /** What depends on the base a snapshot is built on: its schema and summary extras. */
@@ -125,6 +131,8 @@ export class SnapshotProducer {
           partitions: summaries(groupSpec, basis.schema, group.map((e) => e['data-file'])),
         });
       }
+    } else if (this.change.removeFiles && this.change.removeFiles.size > 0) {
+      manifests.push(...(await this.rewriteWithout(base, parentManifests, this.change.removeFiles, removed, attemptFiles, basis.schema)));
     } else {
       manifests.push(...(await this.maybeMerge(base, parentManifests, attemptFiles, basis.schema)));
     }
@@ -216,6 +224,77 @@ export class SnapshotProducer {
       partitions: summaries(spec, schema, entries.map((e) => e['data-file'])),
     };
     return [merged, ...parentManifests.filter((m) => !mergeable.includes(m))];
+  }
+
+  /**
+   * The parent's manifests with `paths` marked DELETED (spec §Manifests: deleted entries keep their
+   * sequence numbers); manifests holding none of them are reused as they are.
+   */
+  private async rewriteWithout(
+    base: TableMetadata,
+    parentManifests: ManifestFile[],
+    paths: ReadonlySet<string>,
+    removed: DataFile[],
+    attemptFiles: string[],
+    schema: Schema,
+  ): Promise<ManifestFile[]> {
+    const out: ManifestFile[] = [];
+    const found = new Set<string>();
+    const entryLists = await Promise.all(parentManifests.map((m) => (m.content === 0 ? readManifestEntries(this.io, m, base) : Promise.resolve([]))));
+    for (let i = 0; i < parentManifests.length; i++) {
+      const m = parentManifests[i]!;
+      const entries = entryLists[i]!;
+      if (m.content !== 0 || !entries.some((e) => e.status !== 2 && paths.has(e['data-file']['file-path']))) {
+        out.push(m);
+        continue;
+      }
+      const rewritten: ManifestEntry[] = [];
+      let added = 0;
+      let deleted = 0;
+      let existingRows = 0;
+      let deletedRows = 0;
+      for (const e of entries) {
+        if (e.status === 2) continue;
+        const file = e['data-file'];
+        if (paths.has(file['file-path'])) {
+          found.add(file['file-path']);
+          removed.push(file);
+          rewritten.push({ ...e, status: 2, 'snapshot-id': this.snapshotId });
+          deleted++;
+          deletedRows += file['record-count'];
+        } else {
+          rewritten.push({ ...e, status: 0 });
+          added += 0;
+          existingRows += file['record-count'];
+        }
+      }
+      const spec = specById(base, m['partition-spec-id']);
+      const uri = joinUri(base.location, 'metadata', `${newUuid()}-m3.avro`);
+      const length = await writeManifest(this.io, uri, base, { schema, spec, content: 0, entries: rewritten });
+      this.written.push(uri);
+      attemptFiles.push(uri);
+      out.push({
+        'manifest-path': uri,
+        'manifest-length': length,
+        'partition-spec-id': spec['spec-id'],
+        content: 0,
+        'sequence-number': base['last-sequence-number'] + 1,
+        'min-sequence-number': minOf(rewritten.map((e) => e['sequence-number'] ?? 0), base['last-sequence-number'] + 1),
+        'added-snapshot-id': this.snapshotId,
+        'added-files-count': added,
+        'existing-files-count': rewritten.length - deleted,
+        'deleted-files-count': deleted,
+        'added-rows-count': 0,
+        'existing-rows-count': existingRows,
+        'deleted-rows-count': deletedRows,
+        partitions: summaries(spec, schema, rewritten.filter((e) => e.status !== 2).map((e) => e['data-file'])),
+      });
+    }
+    const missing = [...paths].filter((p) => !found.has(p));
+    if (missing.length > 0) {
+      throw new TwinlakeError('commit-conflict', `iceberg: ${missing.length} file(s) this change removes are no longer in the table (first: ${missing[0]})`, { missing });
+    }
+    return out;
   }
 
   /** Removes every file this producer wrote (the write failed or was abandoned). */

@@ -2,6 +2,7 @@ import { invalidInput, unsupported } from '../core/errors.ts';
 import { parseStats } from '../spec/delta/stats.ts';
 import { deltaHistory, deltaScanTask, readDeltaSnapshot } from './delta-log.ts';
 import { writeDeltaOnly } from './delta-writer.ts';
+import { deleteRows, mergeTable, type MergeOptions, type MergeResult } from './merge.ts';
 import type { Schema, StructType, TableMetadata } from '../spec/iceberg/types.ts';
 import { ancestors, currentSchema, currentSnapshot, specById } from '../spec/iceberg/table-metadata.ts';
 import { formatPartitionSpec } from '../spec/iceberg/partition-spec-parser.ts';
@@ -94,6 +95,22 @@ export class Table {
       return result;
     }
     return writeTable(this.ctx, input, opts);
+  }
+
+  /**
+   * Upserts records on key columns: a record whose key exists replaces the row, a new key is
+   * inserted, records matching `deleteWhen` delete their key. Within one batch the last record for
+   * a key wins (or the greatest `orderBy`).
+   */
+  merge(input: WriteInput, opts: MergeOptions): Promise<MergeResult> {
+    if (this.deltaOnlyLocation()) throw unsupported(`table ${this.name}: merging into a Delta-only table is not supported`);
+    return mergeTable(this.ctx, input, opts);
+  }
+
+  /** Deletes the rows matching a filter, e.g. `region = 'us' AND ts < '2020-01-01'`. */
+  delete(where: string): Promise<MergeResult> {
+    if (this.deltaOnlyLocation()) throw unsupported(`table ${this.name}: deleting from a Delta-only table is not supported`);
+    return deleteRows(this.ctx, where);
   }
 
   /** Creates the table without data (schema in Iceberg JSON form); Delta version 0 records it. */

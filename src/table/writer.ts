@@ -12,7 +12,7 @@ import { prepareInput, type WriteInput } from './input.ts';
 import { isBlank } from './input-diagnostics.ts';
 import { alignToTable, deleteFiles, encode, inferOrExplain, type EncodedFiles } from './batch.ts';
 import { assignPhysicalNames } from './physical-names.ts';
-import { SnapshotProducer } from './snapshot-producer.ts';
+import { SnapshotProducer, type SnapshotChange } from './snapshot-producer.ts';
 import type { TableContext } from './table-context.ts';
 import { identString } from './table-context.ts';
 import {
@@ -148,7 +148,7 @@ export async function writeTable(ctx: TableContext, input: WriteInput, opts: Wri
   }
 }
 
-async function tryLoad(ctx: TableContext): Promise<LoadTableResult | undefined> {
+export async function tryLoad(ctx: TableContext): Promise<LoadTableResult | undefined> {
   try {
     return await ctx.catalog.loadTable(ctx.ident);
   } catch (e) {
@@ -158,7 +158,7 @@ async function tryLoad(ctx: TableContext): Promise<LoadTableResult | undefined> 
 }
 
 /** The table's schema for this batch, with field IDs, and what else changes with it. */
-interface SchemaPlan {
+export interface SchemaPlan {
   schema: Schema;
   lastColumnId: number;
   schemaChanged: boolean;
@@ -173,7 +173,7 @@ interface SchemaPlan {
   specUpdates: TableUpdate[];
 }
 
-function planSchema(ctx: TableContext, metadata: TableMetadata | undefined, incoming: StructType, opts: WriteOptions): SchemaPlan {
+export function planSchema(ctx: TableContext, metadata: TableMetadata | undefined, incoming: StructType, opts: WriteOptions): SchemaPlan {
   if (!metadata) {
     let next = 1;
     const fresh = assignFreshIds(incoming, () => next++);
@@ -306,17 +306,29 @@ function checkIdentityUnchanged(before: PartitionSpec, after: PartitionSpec, sch
   checkDeltaPartitioning(after, schema);
 }
 
-type CommitOutcome =
+export type CommitOutcome =
   | { status: 'committed'; metadata: TableMetadata; snapshot: NonNullable<ReturnType<typeof currentSnapshot>>; created: boolean }
   | { status: 'schema-moved'; loaded: LoadTableResult };
 
 async function commit(ctx: TableContext, plan: SchemaPlan, written: EncodedFiles, mode: WriteMode, loaded: LoadTableResult | undefined, opts: WriteOptions): Promise<CommitOutcome> {
+  return commitChange(ctx, plan, written, { operation: mode === 'overwrite' ? 'overwrite' : 'append', added: written.dataFiles, replaceAll: mode === 'overwrite' }, loaded, opts);
+}
+
+/**
+ * Commits a snapshot change through the catalog, rebuilding it on the newest metadata when a
+ * concurrent commit wins. 'schema-moved' means the batch must be prepared again: its columns or
+ * partitioning changed underneath, or (for merges and deletes) a file it rewrites is gone.
+ */
+export async function commitChange(
+  ctx: TableContext,
+  plan: SchemaPlan,
+  written: EncodedFiles,
+  change: SnapshotChange,
+  loaded: LoadTableResult | undefined,
+  opts: WriteOptions,
+): Promise<CommitOutcome> {
   const snapshotId = newSnapshotId();
-  const producer = new SnapshotProducer(ctx.io, snapshotId, {
-    operation: mode === 'overwrite' ? 'overwrite' : 'append',
-    added: written.dataFiles,
-    replaceAll: mode === 'overwrite',
-  });
+  const producer = new SnapshotProducer(ctx.io, snapshotId, change);
   let committed = false;
   try {
     let base = loaded;
@@ -338,10 +350,17 @@ async function commit(ctx: TableContext, plan: SchemaPlan, written: EncodedFiles
       const { updates, requirements, metadataForSnapshot } = rebased;
       const nowMs = Math.max(ctx.clock.nowMs(), base.metadata['last-updated-ms'] + 1);
       const parent = currentSnapshot(base.metadata);
-      const produced = await producer.produce(metadataForSnapshot, nowMs, {
-        schema: currentSchema(metadataForSnapshot),
-        summaryExtra: summaryExtra(base.metadata, parent),
-      });
+      let produced;
+      try {
+        produced = await producer.produce(metadataForSnapshot, nowMs, {
+          schema: currentSchema(metadataForSnapshot),
+          summaryExtra: summaryExtra(base.metadata, parent),
+        });
+      } catch (e) {
+        // A file this change rewrites was removed by a concurrent commit: prepare it again.
+        if (isTwinlakeError(e, 'commit-conflict')) return { status: 'schema-moved', loaded: base };
+        throw e;
+      }
       const result = await ctx.catalog.commitTable(ctx.ident, {
         requirements,
         updates: [...updates, { action: 'add-snapshot', snapshot: produced.snapshot }, { action: 'set-snapshot-ref', 'ref-name': 'main', type: 'branch', 'snapshot-id': snapshotId }],
@@ -453,7 +472,7 @@ async function createWithSnapshot(ctx: TableContext, plan: SchemaPlan, producer:
  * Delta after a committed Iceberg snapshot: try, retry once, then warn (never fail the write).
  * Returns the versions this call wrote, or undefined when Delta is left behind.
  */
-async function commitDelta(ctx: TableContext, metadata: TableMetadata, warn: (m: string) => void): Promise<number[] | undefined> {
+export async function commitDelta(ctx: TableContext, metadata: TableMetadata, warn: (m: string) => void): Promise<number[] | undefined> {
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
       return (await catchUpDelta(ctx.io, metadata)).written;
@@ -467,13 +486,13 @@ async function commitDelta(ctx: TableContext, metadata: TableMetadata, warn: (m:
 }
 
 /** One checkpoint at the newest due version among those just written covers them all. */
-async function checkpointIfDue(ctx: TableContext, metadata: TableMetadata, versions: number[], warn: (m: string) => void): Promise<void> {
+export async function checkpointIfDue(ctx: TableContext, metadata: TableMetadata, versions: number[], warn: (m: string) => void): Promise<void> {
   const due = versions.filter((v) => v > 0 && v % checkpointInterval(metadata) === 0);
   if (due.length > 0) await writeDeltaCheckpointIfDue(ctx, metadata, Math.max(...due), warn);
 }
 
 /** Open-for-write catches Delta up with Iceberg (DESIGN.md §1). Failures only warn. */
-async function repairDelta(ctx: TableContext, metadata: TableMetadata, warn: (m: string) => void): Promise<void> {
+export async function repairDelta(ctx: TableContext, metadata: TableMetadata, warn: (m: string) => void): Promise<void> {
   if (!tableFormats(metadata.properties).includes('delta')) return;
   try {
     const { written } = await catchUpDelta(ctx.io, metadata);

@@ -1,0 +1,314 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { invalidInput, TwinlakeError, unsupported } from '../core/errors.ts';
+import { fileUri, localPath } from '../core/uri.ts';
+import { quoteIdent, quoteString } from '../engine/duckdb-session.ts';
+import { currentSchema, currentSnapshot } from '../spec/iceberg/table-metadata.ts';
+import { isPrimitive, typeToString } from '../spec/iceberg/schema.ts';
+import type { DataFile, Schema, StructType, TableMetadata } from '../spec/iceberg/types.ts';
+import { alignToTable, deleteFiles, encode, encodeFrom, inferOrExplain, type EncodedFiles } from './batch.ts';
+import { enginePath, liveFiles } from './iceberg-scan.ts';
+import { isBlank } from './input-diagnostics.ts';
+import { prepareInput, type WriteInput } from './input.ts';
+import { bindFilter, emptyExplain } from './scan-filter.ts';
+import type { TableContext } from './table-context.ts';
+import { identString } from './table-context.ts';
+import { tableFormats } from './table-properties.ts';
+import {
+  checkpointIfDue,
+  commitChange,
+  commitDelta,
+  planSchema,
+  repairDelta,
+  tryLoad,
+  type CommitOutcome,
+  type SchemaPlan,
+  type WriteOptions,
+  type WriteResult,
+} from './writer.ts';
+import type { LoadTableResult } from '../catalog/catalog.ts';
+
+/**
+ * Merge (upsert) on key columns and delete by predicate, copy-on-write: only files that hold an
+ * affected key are rewritten, without the old rows; Iceberg records an `overwrite` snapshot and
+ * Delta the matching `remove` + `add` in one version. Candidates are found from partition values
+ * and key bounds before any data is read; the join itself runs in DuckDB.
+ */
+export interface MergeOptions extends Omit<WriteOptions, 'mode'> {
+  /** Key columns (top-level, primitive); a record whose key exists replaces the current row. */
+  keys: string[];
+  /** Within one batch the greatest value of this column wins for a key (default: the last record). */
+  orderBy?: string;
+  /** A filter over the batch's columns; matching records delete their key instead. */
+  deleteWhen?: string;
+}
+
+export interface MergeResult extends WriteResult {
+  inserted: number;
+  updated: number;
+  deleted: number;
+  /** Data files rewritten because they held an affected key. */
+  rewrittenFiles: number;
+}
+
+const FILE = '__tl_file';
+
+export async function mergeTable(ctx: TableContext, input: WriteInput, opts: MergeOptions): Promise<MergeResult> {
+  if (opts.keys.length === 0) throw invalidInput('merge: give at least one key column');
+  const prepared = await prepareInput(input);
+  const staging = await mkdtemp(join(tmpdir(), 'twinlake-merge-'));
+  const warnings: string[] = [];
+  const warn = (m: string) => {
+    warnings.push(m);
+    ctx.warn(m);
+  };
+  try {
+    const session = await ctx.session();
+    if (await isBlank(prepared)) throw invalidInput(`input ${prepared.displayName}: no records; nothing was merged`);
+    let loaded = await tryLoad(ctx);
+    if (loaded) await repairDelta(ctx, loaded.metadata, warn);
+    let incoming = opts.schema ?? (await inferOrExplain(session, prepared));
+    if (loaded && !opts.schema) incoming = alignToTable(incoming, currentSchema(loaded.metadata));
+    checkKeys(opts.keys, incoming, 'the input');
+    if (loaded) checkKeys(opts.keys, currentSchema(loaded.metadata), `table ${identString(ctx.ident)}`);
+
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const plan = planSchema(ctx, loaded?.metadata, incoming, opts);
+      requireSameNames(plan);
+      // The batch, converted strictly to the table's types, staged as Parquet outside the table.
+      const batchPlan = { ...plan, location: fileUri(staging), spec: { 'spec-id': 0, fields: [] }, targetFileSize: Number.MAX_SAFE_INTEGER };
+      const batch = await encode(ctx, batchPlan, prepared, incoming);
+      await stageBatch(ctx, batch, plan.schema, opts);
+
+      const metadata = loaded?.metadata;
+      const candidates = metadata ? await candidateFiles(ctx, metadata, plan.schema, opts.keys) : [];
+      const touched = await touchedFiles(ctx, candidates, opts.keys);
+      const counts = await mergeCounts(ctx, touched, opts.keys);
+      const keep = touched.length
+        ? `SELECT * EXCLUDE (${quoteIdent(FILE)}) FROM ${readFiles(ctx, touched)} AS t ANTI JOIN __tl_batch AS b USING (${opts.keys.map(quoteIdent).join(', ')})`
+        : undefined;
+      const inserts = `SELECT * EXCLUDE (__tl_delete) FROM __tl_batch WHERE NOT __tl_delete`;
+      const sql = keep ? `${keep} UNION ALL BY NAME ${inserts}` : inserts;
+      const written = await encodeFrom(ctx, plan, { sql, displayName: 'merge' });
+      const removeFiles = new Set(touched.map((f) => f['file-path']));
+      const outcome: CommitOutcome = await commitChange(ctx, plan, written, { operation: removeFiles.size ? 'overwrite' : 'append', added: written.dataFiles, replaceAll: false, removeFiles }, loaded, opts).catch(async (e) => {
+        await deleteFiles(ctx, written.files);
+        throw e;
+      });
+      if (outcome.status === 'schema-moved') {
+        await deleteFiles(ctx, written.files);
+        loaded = outcome.loaded;
+        continue;
+      }
+      return {
+        ...(await finish(ctx, outcome.metadata, outcome.snapshot, outcome.created, written, warn, warnings)),
+        inserted: counts.inserted,
+        updated: counts.updated,
+        deleted: counts.deleted,
+        rewrittenFiles: touched.length,
+      };
+    }
+    throw new TwinlakeError('commit-conflict', `merge ${identString(ctx.ident)}: concurrent commits kept rewriting the same files`);
+  } finally {
+    await rm(staging, { recursive: true, force: true });
+    await prepared.dispose();
+  }
+}
+
+/** Deletes the rows matching `where`; files without a matching row are left alone. */
+export async function deleteRows(ctx: TableContext, where: string): Promise<MergeResult> {
+  const warnings: string[] = [];
+  const warn = (m: string) => {
+    warnings.push(m);
+    ctx.warn(m);
+  };
+  let loaded: LoadTableResult = await ctx.catalog.loadTable(ctx.ident);
+  await repairDelta(ctx, loaded.metadata, warn);
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const metadata = loaded.metadata;
+    const schema = currentSchema(metadata);
+    const plan = planSchema(ctx, metadata, schema, {});
+    requireSameNames(plan);
+    const filter = bindFilter(where, schema)!;
+    const snapshot = currentSnapshot(metadata);
+    if (!snapshot) throw invalidInput(`delete: table ${identString(ctx.ident)} has no rows`);
+    const { data } = await liveFiles(ctx.io, metadata, snapshot, { filter, schema, explain: emptyExplain() });
+    const session = await ctx.session();
+    const touched = data.length ? await filesWhere(ctx, data, filter.sql) : [];
+    if (touched.length === 0) {
+      return { table: identString(ctx.ident), created: false, mode: 'append', snapshotId: snapshot['snapshot-id'], deltaCommitted: true, files: 0, rows: 0, bytes: 0, warnings, timings: zeroTimings(), inserted: 0, updated: 0, deleted: 0, rewrittenFiles: 0 };
+    }
+    const deletedRows = Number((await session.all(`SELECT count(*) AS n FROM ${readFiles(ctx, touched)} AS t WHERE (${filter.sql})`))[0]!.n);
+    const sql = `SELECT * EXCLUDE (${quoteIdent(FILE)}) FROM ${readFiles(ctx, touched)} AS t WHERE (${filter.sql}) IS NOT TRUE`;
+    const written = await encodeFrom(ctx, plan, { sql, displayName: 'delete' });
+    const removeFiles = new Set(touched.map((f) => f['file-path']));
+    const outcome: CommitOutcome = await commitChange(ctx, plan, written, { operation: written.dataFiles.length ? 'overwrite' : 'delete', added: written.dataFiles, replaceAll: false, removeFiles }, loaded, {}).catch(async (e) => {
+      await deleteFiles(ctx, written.files);
+      throw e;
+    });
+    if (outcome.status === 'schema-moved') {
+      await deleteFiles(ctx, written.files);
+      loaded = outcome.loaded;
+      continue;
+    }
+    return {
+      ...(await finish(ctx, outcome.metadata, outcome.snapshot, false, written, warn, warnings)),
+      inserted: 0,
+      updated: 0,
+      deleted: deletedRows,
+      rewrittenFiles: touched.length,
+    };
+  }
+  throw new TwinlakeError('commit-conflict', `delete ${identString(ctx.ident)}: concurrent commits kept rewriting the same files`);
+}
+
+function zeroTimings() {
+  return { encodeMs: 0, icebergCommitMs: 0, deltaCommitMs: 0, checkpointMs: 0 };
+}
+
+async function finish(
+  ctx: TableContext,
+  metadata: TableMetadata,
+  snapshot: NonNullable<ReturnType<typeof currentSnapshot>>,
+  created: boolean,
+  written: EncodedFiles,
+  warn: (m: string) => void,
+  warnings: string[],
+): Promise<WriteResult> {
+  let deltaVersion: number | undefined;
+  let deltaCommitted = false;
+  if (tableFormats(metadata.properties).includes('delta')) {
+    deltaVersion = Number(snapshot.summary['delta-version']);
+    const versions = await commitDelta(ctx, metadata, warn);
+    deltaCommitted = versions !== undefined;
+    if (versions) await checkpointIfDue(ctx, metadata, versions, warn);
+  }
+  return {
+    table: identString(ctx.ident),
+    created,
+    mode: 'append',
+    snapshotId: snapshot['snapshot-id'],
+    deltaVersion,
+    deltaCommitted,
+    files: written.dataFiles.length,
+    rows: written.rows,
+    bytes: written.bytes,
+    warnings,
+    timings: zeroTimings(),
+  };
+}
+
+function checkKeys(keys: string[], struct: StructType, where: string): void {
+  for (const k of keys) {
+    const f = struct.fields.find((x) => x.name === k);
+    if (!f) throw invalidInput(`merge: key column ${k} is missing from ${where} (columns: ${struct.fields.map((x) => x.name).join(', ')})`);
+    if (!isPrimitive(f.type)) throw invalidInput(`merge: key column ${k} has the nested type ${typeToString(f.type)}; keys must be primitive columns`);
+  }
+}
+
+/** The merge reads and writes rows by column name, so physical names must be the logical ones. */
+function requireSameNames(plan: SchemaPlan): void {
+  const walk = (fields: StructType['fields']) => {
+    for (const f of fields) {
+      if ((plan.physicalNames.get(f.id) ?? f.name) !== f.name) {
+        throw unsupported(`merge: column ${f.name} is stored as ${plan.physicalNames.get(f.id)}; merging tables with renamed columns is not supported yet`);
+      }
+      if (typeof f.type !== 'string' && f.type.type === 'struct') walk(f.type.fields);
+    }
+  };
+  walk(plan.schema.fields);
+}
+
+/** The rows of some of the table's own files, by column name (older files lack newer columns). */
+function readFiles(ctx: TableContext, files: DataFile[]): string {
+  const paths = files.map((f) => quoteString(localPath(enginePath(ctx.io, f['file-path']))));
+  return `read_parquet([${paths.join(', ')}], union_by_name = true, filename = ${quoteString(FILE)}, hive_partitioning = false)`;
+}
+
+/**
+ * Deduplicates the staged batch into `__tl_batch`: the last record per key wins (or the greatest
+ * `orderBy`); `__tl_delete` marks the keys to delete. Null keys are refused.
+ */
+async function stageBatch(ctx: TableContext, batch: EncodedFiles, schema: Schema, opts: MergeOptions): Promise<void> {
+  const session = await ctx.session();
+  const keys = opts.keys.map(quoteIdent).join(', ');
+  const files = `read_parquet([${batch.files.map((f) => quoteString(localPath(f))).join(', ')}], filename = '__tl_bf', file_row_number = true, hive_partitioning = false)`;
+  const nullKeys = opts.keys.map((k) => `${quoteIdent(k)} IS NULL`).join(' OR ');
+  const [nulls] = await session.all(`SELECT count(*) AS n, min(file_row_number) AS first FROM ${files} WHERE ${nullKeys}`);
+  if (Number(nulls!.n) > 0) {
+    throw invalidInput(`merge: ${nulls!.n} record(s) have a null key (${opts.keys.join(', ')}), the first at record ${Number(nulls!.first) + 1}; keys may not be null`);
+  }
+  const order = [
+    ...(opts.orderBy ? [`${quoteIdent(opts.orderBy)} DESC NULLS LAST`] : []),
+    '__tl_bf DESC',
+    'file_row_number DESC',
+  ].join(', ');
+  const del = opts.deleteWhen ? `((${bindFilter(opts.deleteWhen, schema)!.sql}) IS TRUE)` : 'FALSE';
+  if (opts.orderBy && !schema.fields.some((f) => f.name === opts.orderBy)) throw invalidInput(`merge: --order-by column ${opts.orderBy} is not in the table`);
+  await session.run(
+    `CREATE OR REPLACE TEMP TABLE __tl_batch AS SELECT * EXCLUDE (__tl_rn, __tl_bf, file_row_number), ${del} AS __tl_delete FROM (` +
+      `SELECT *, row_number() OVER (PARTITION BY ${keys} ORDER BY ${order}) AS __tl_rn FROM ${files}) WHERE __tl_rn = 1`,
+  );
+}
+
+/** Live files that may hold a key of the batch: by partition and key bounds, before reading data. */
+async function candidateFiles(ctx: TableContext, metadata: TableMetadata, schema: Schema, keys: string[]): Promise<DataFile[]> {
+  const snapshot = currentSnapshot(metadata);
+  if (!snapshot) return [];
+  const session = await ctx.session();
+  const conditions: string[] = [];
+  for (const k of keys) {
+    const [r] = await session.all(`SELECT CAST(min(${quoteIdent(k)}) AS VARCHAR) AS lo, CAST(max(${quoteIdent(k)}) AS VARCHAR) AS hi, count(DISTINCT ${quoteIdent(k)}) AS n FROM __tl_batch`);
+    if (r!.lo === null) return [];
+    const type = schema.fields.find((f) => f.name === k)!.type;
+    const lit = (v: unknown) => literal(type as string, String(v));
+    if (keys.length === 1 && Number(r!.n) <= 1000) {
+      const values = await session.all(`SELECT DISTINCT CAST(${quoteIdent(k)} AS VARCHAR) AS v FROM __tl_batch`);
+      conditions.push(`${quoteIdent(k)} IN (${values.map((v) => lit(v.v)).join(', ')})`);
+    } else {
+      conditions.push(`${quoteIdent(k)} >= ${lit(r!.lo)} AND ${quoteIdent(k)} <= ${lit(r!.hi)}`);
+    }
+  }
+  const filter = bindFilter(conditions.join(' AND '), schema);
+  const { data } = await liveFiles(ctx.io, metadata, snapshot, { filter, schema, explain: emptyExplain() });
+  return data;
+}
+
+/** A key value as a filter literal (strings quoted; numbers and temporal values as text). */
+function literal(type: string, text: string): string {
+  if (type === 'int' || type === 'long' || type === 'float' || type === 'double' || type.startsWith('decimal')) return text;
+  if (type === 'boolean') return text === 'true' ? 'TRUE' : 'FALSE';
+  return `'${text.replace(/'/g, "''")}'`;
+}
+
+/** Candidate files that really hold a batch key (only these are rewritten). */
+async function touchedFiles(ctx: TableContext, candidates: DataFile[], keys: string[]): Promise<DataFile[]> {
+  if (candidates.length === 0) return [];
+  const session = await ctx.session();
+  const rows = await session.all(
+    `SELECT DISTINCT t.${quoteIdent(FILE)} AS f FROM ${readFiles(ctx, candidates)} AS t SEMI JOIN __tl_batch AS b USING (${keys.map(quoteIdent).join(', ')})`,
+  );
+  const hit = new Set(rows.map((r) => String(r.f)));
+  return candidates.filter((f) => hit.has(localPath(enginePath(ctx.io, f['file-path']))));
+}
+
+async function filesWhere(ctx: TableContext, files: DataFile[], filterSql: string): Promise<DataFile[]> {
+  const session = await ctx.session();
+  const rows = await session.all(`SELECT DISTINCT ${quoteIdent(FILE)} AS f FROM ${readFiles(ctx, files)} AS t WHERE ${filterSql}`);
+  const hit = new Set(rows.map((r) => String(r.f)));
+  return files.filter((f) => hit.has(localPath(enginePath(ctx.io, f['file-path']))));
+}
+
+async function mergeCounts(ctx: TableContext, touched: DataFile[], keys: string[]): Promise<{ inserted: number; updated: number; deleted: number }> {
+  const session = await ctx.session();
+  const using = keys.map(quoteIdent).join(', ');
+  const existing = touched.length ? `(SELECT DISTINCT ${using} FROM ${readFiles(ctx, touched)})` : `(SELECT ${keys.map((k) => `NULL AS ${quoteIdent(k)}`).join(', ')} WHERE FALSE)`;
+  const [r] = await session.all(
+    `SELECT count(*) FILTER (WHERE e.__tl_found AND NOT b.__tl_delete) AS updated, count(*) FILTER (WHERE e.__tl_found AND b.__tl_delete) AS deleted, ` +
+      `count(*) FILTER (WHERE e.__tl_found IS NULL AND NOT b.__tl_delete) AS inserted ` +
+      `FROM __tl_batch AS b LEFT JOIN (SELECT *, TRUE AS __tl_found FROM ${existing}) AS e USING (${using})`,
+  );
+  return { inserted: Number(r!.inserted), updated: Number(r!.updated), deleted: Number(r!.deleted) };
+}
+
