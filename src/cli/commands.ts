@@ -10,6 +10,7 @@ import { Lakehouse } from '../table/lakehouse.ts';
 import { parseInputFormat, type WriteInput } from '../table/input.ts';
 import { parseFormats } from '../table/table-properties.ts';
 import type { ReadOptions } from '../table/table.ts';
+import type { MergeResult } from '../table/merge.ts';
 import type { ReadPlan } from '../table/reader.ts';
 import type { StructType } from '../spec/iceberg/types.ts';
 import { formatTable, printDescription, printHistory } from './format.ts';
@@ -100,14 +101,19 @@ export function registerCommands(program: Command): void {
     .argument('<table>', 'namespace.table')
     .requiredOption('--input <file>', "input file, or '-' for standard input")
     .option('--input-format <format>', 'ndjson | json | csv | parquet (default: from the file extension)')
-    .option('--mode <mode>', 'append | overwrite', 'append')
+    .option('--mode <mode>', 'append | overwrite | merge', 'append')
+    .option('--key <columns>', 'merge: key columns, comma-separated')
+    .option('--order-by <column>', 'merge: within the batch, the greatest value wins for a key (default: the last record)')
+    .option('--delete-when <filter>', "merge: records matching this filter delete their key, e.g. \"op = 'D'\"")
     .option('--schema <file>', 'declared schema (Iceberg JSON struct) instead of inference')
     .option('--formats <list>', 'for a new table: iceberg,delta (default both), iceberg or delta')
     .option('--property <key=value>', 'for a new table: a table property (repeatable)', collect, [])
     .option('--partition <spec>', 'partition spec, e.g. "day(ts), bucket(16, user_id)"; on an existing table a new spec evolves it')
     .option('--json', 'print the result as JSON')
-    .action(async (table: string, o: { input: string; inputFormat?: string; mode: string; schema?: string; formats?: string; property: string[]; partition?: string; json?: boolean }, cmd: Command) => {
-      if (o.mode !== 'append' && o.mode !== 'overwrite') throw invalidInput(`write: --mode must be append or overwrite, found ${JSON.stringify(o.mode)}`);
+    .action(async (table: string, o: { input: string; inputFormat?: string; mode: string; schema?: string; formats?: string; property: string[]; partition?: string; key?: string; orderBy?: string; deleteWhen?: string; json?: boolean }, cmd: Command) => {
+      if (o.mode !== 'append' && o.mode !== 'overwrite' && o.mode !== 'merge') throw invalidInput(`write: --mode must be append, overwrite or merge, found ${JSON.stringify(o.mode)}`);
+      if (o.mode === 'merge' && !o.key) throw invalidInput('write: --mode merge needs --key COLUMNS');
+      if (o.mode !== 'merge' && (o.key || o.orderBy || o.deleteWhen)) throw invalidInput('write: --key, --order-by and --delete-when go with --mode merge');
       const format = o.inputFormat ? parseInputFormat(o.inputFormat) : undefined;
       let input: WriteInput;
       if (o.input === '-') {
@@ -121,17 +127,18 @@ export function registerCommands(program: Command): void {
       const label = o.input === '-' ? 'standard input' : o.input;
       const size = o.input === '-' ? undefined : (await stat(o.input).catch(() => undefined))?.size;
       await using(cmd, async (lake) => {
+        const common = { schema, formats: o.formats ? parseFormats(o.formats) : undefined, properties: parseProperties(o.property), partition: o.partition };
         const result = await withProgress(`writing ${label}`, size, () =>
-          lake.table(table).write(input, {
-            mode: o.mode as 'append' | 'overwrite',
-            schema,
-            formats: o.formats ? parseFormats(o.formats) : undefined,
-            properties: parseProperties(o.property),
-            partition: o.partition,
-          }),
+          o.mode === 'merge'
+            ? lake.table(table).merge(input, { ...common, keys: o.key!.split(',').map((k) => k.trim()).filter(Boolean), orderBy: o.orderBy, deleteWhen: o.deleteWhen })
+            : lake.table(table).write(input, { ...common, mode: o.mode as 'append' | 'overwrite' }),
         );
         if (o.json) return out(stringifyJson(result));
-        out(`${result.created ? 'created' : 'wrote'} ${result.table} (${result.mode})`);
+        out(`${result.created ? 'created' : 'wrote'} ${result.table} (${o.mode})`);
+        if ('inserted' in result) {
+          const m = result as MergeResult;
+          out(`  merged            ${m.inserted} inserted, ${m.updated} updated, ${m.deleted} deleted, ${m.rewrittenFiles} files rewritten`);
+        }
         out(`  iceberg snapshot  ${result.snapshotId}`);
         if (result.deltaVersion !== undefined) out(`  delta version     ${result.deltaVersion}${result.deltaCommitted ? '' : ' (pending: repaired by the next write)'}`);
         out(`  files             ${result.files}`);
@@ -197,6 +204,20 @@ export function registerCommands(program: Command): void {
         await lake.table(table).create(schema, { partition: o.partition, formats: o.formats ? parseFormats(o.formats) : undefined, properties: parseProperties(o.property) });
         const d = await lake.table(table).describe();
         out(`created ${d.name} at ${d.location}`);
+      });
+    });
+
+  command('delete')
+    .description('delete the rows matching a filter (files without a matching row are left alone)')
+    .argument('<table>', 'namespace.table')
+    .requiredOption('--where <filter>', "e.g. \"region = 'us' AND ts < '2020-01-01'\"")
+    .option('--json', 'print the result as JSON')
+    .action(async (table: string, o: { where: string; json?: boolean }, cmd: Command) => {
+      await using(cmd, async (lake) => {
+        const r = await lake.table(table).delete(o.where);
+        if (o.json) return out(stringifyJson(r));
+        out(`deleted ${r.deleted} row(s) from ${r.table}, ${r.rewrittenFiles} file(s) rewritten`);
+        if (r.rewrittenFiles > 0) out(`  iceberg snapshot  ${r.snapshotId}\n  delta version     ${r.deltaVersion ?? '(none)'}`);
       });
     });
 

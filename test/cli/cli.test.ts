@@ -106,3 +106,29 @@ describe('twinlake CLI', () => {
     }
   });
 });
+
+describe('twinlake merge and delete', () => {
+  const tmp = tempDir();
+  const wh = join(tmp.path, 'wh');
+  afterAll(() => tmp.cleanup());
+
+  it('upserts on a key with a delete marker, then deletes by predicate', () => {
+    const a = join(tmp.path, 'a.ndjson');
+    const b = join(tmp.path, 'b.ndjson');
+    writeFileSync(a, '{"id":1,"v":"a"}\n{"id":2,"v":"b"}\n');
+    writeFileSync(b, '{"id":2,"v":"B","op":"U"}\n{"id":3,"v":"c","op":"U"}\n{"id":1,"v":"x","op":"D"}\n{"id":3,"v":"C","op":"U"}\n');
+    expect(cli(['--warehouse', wh, 'write', 'm.t', '--input', a]).code).toBe(0);
+    const m = cli(['--warehouse', wh, 'write', 'm.t', '--input', b, '--mode', 'merge', '--key', 'id', '--delete-when', "op = 'D'"]);
+    expect(m.code, m.stderr).toBe(0);
+    expect(m.stdout).toMatch(/1 inserted, 1 updated, 1 deleted, 1 files rewritten/);
+    const rows = (format: string) => cli(['--warehouse', wh, 'read', 'm.t', '--format', format, '--output', 'ndjson']).stdout.trim().split('\n').map((l) => JSON.parse(l)).sort((x, y) => x.id - y.id);
+    expect(rows('delta').map((r) => [r.id, r.v])).toEqual([[2, 'B'], [3, 'C']]);
+    expect(rows('iceberg').map((r) => [r.id, r.v])).toEqual([[2, 'B'], [3, 'C']]);
+    const d = cli(['--warehouse', wh, 'delete', 'm.t', '--where', 'id = 3']);
+    expect(d.code, d.stderr).toBe(0);
+    expect(rows('delta').map((r) => r.id)).toEqual([2]);
+    const bad = cli(['--warehouse', wh, 'write', 'm.t', '--input', b, '--mode', 'merge']);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toMatch(/--key/);
+  });
+});

@@ -64,7 +64,7 @@ describe('merge (copy-on-write) against an in-memory model', () => {
           if (r.op === 'D') model.delete(r.id);
           else model.set(r.id, { id: r.id, grp: r.grp, v: r.v, note: r.note });
         }
-        const result = await t.merge(batch, { keys: ['id'], deleteWhen: "op = 'D'", partition });
+        const result = await t.merge(batch as unknown as Record<string, unknown>[], { keys: ['id'], deleteWhen: "op = 'D'", partition });
         expect(result.inserted + result.updated + result.deleted).toBeLessThanOrEqual(last.size);
 
         const expected = canon([...model.values()] as unknown as Record<string, unknown>[]);
