@@ -131,7 +131,38 @@ async function commitBench(): Promise<void> {
   report('delta checkpoint (every 10th version), mean', checkpoint, undefined, mean);
 }
 
+/**
+ * Merging 10k changed keys into a 1M-row table split into 100 files (truncate(10000, id)):
+ * keys in one file's range touch 1% of the files, random keys touch nearly all of them.
+ */
+async function mergeBench(): Promise<void> {
+  const input = await eventsFile(join(root, `events-${rows}.ndjson`), rows);
+  const warehouse = join(root, 'wh-merge');
+  const report: string[] = [];
+  for (const [label, pick] of [
+    ['keys in 1% of the files', (i: number) => i],
+    ['random keys', (i: number) => (i * 7_919 + 13) % rows],
+  ] as const) {
+    rmSync(warehouse, { recursive: true, force: true });
+    const lake = await Lakehouse.open({ warehouse });
+    const t = lake.table('bench.merge');
+    const base = await t.append({ path: input }, { partition: `truncate(${Math.max(1, rows / 100)}, id)` });
+    const changes = Array.from({ length: 10_000 }, (_, i) => ({ id: pick(i), ts: '2025-06-01T00:00:00.000Z', user_id: 1, region: 'merged', amount: 1, attributes: { device: 'x', score: 1 } }));
+    const t0 = performance.now();
+    const r = await t.merge(changes, { keys: ['id'] });
+    const ms = performance.now() - t0;
+    const share = (100 * r.rewrittenBytes) / base.bytes;
+    report.push(
+      `  ${label.padEnd(26)} ${ms.toFixed(0).padStart(6)} ms   ${r.rewrittenFiles}/${base.files} files rewritten = ${share.toFixed(1)}% of the table's bytes; ${(r.bytes / 1e6).toFixed(2)} MB of new files`,
+    );
+    await lake.close();
+  }
+  console.log(`merge of 10k changed keys into a ${rows}-row table of 100 files, copy-on-write`);
+  for (const line of report) console.log(line);
+}
+
 const only = process.argv[2];
 if (!only || only === 'write') await writeBench();
 if (!only || only === 'partitioned') await partitionedBench();
 if (!only || only === 'commits') await commitBench();
+if (!only || only === 'merge') await mergeBench();

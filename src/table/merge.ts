@@ -50,6 +50,8 @@ export interface MergeResult extends WriteResult {
   deleted: number;
   /** Data files rewritten because they held an affected key. */
   rewrittenFiles: number;
+  /** The size of the files rewritten (replaced by `bytes` of new files). */
+  rewrittenBytes: number;
 }
 
 const FILE = '__tl_file';
@@ -107,6 +109,7 @@ export async function mergeTable(ctx: TableContext, input: WriteInput, opts: Mer
         updated: counts.updated,
         deleted: counts.deleted,
         rewrittenFiles: touched.length,
+        rewrittenBytes: touched.reduce((a, f) => a + f['file-size-in-bytes'], 0),
       };
     }
     throw new TwinlakeError('commit-conflict', `merge ${identString(ctx.ident)}: concurrent commits kept rewriting the same files`);
@@ -137,7 +140,7 @@ export async function deleteRows(ctx: TableContext, where: string): Promise<Merg
     const session = await ctx.session();
     const touched = data.length ? await filesWhere(ctx, data, filter.sql) : [];
     if (touched.length === 0) {
-      return { table: identString(ctx.ident), created: false, mode: 'append', snapshotId: snapshot['snapshot-id'], deltaCommitted: true, files: 0, rows: 0, bytes: 0, warnings, timings: zeroTimings(), inserted: 0, updated: 0, deleted: 0, rewrittenFiles: 0 };
+      return { table: identString(ctx.ident), created: false, mode: 'append', snapshotId: snapshot['snapshot-id'], deltaCommitted: true, files: 0, rows: 0, bytes: 0, warnings, timings: zeroTimings(), inserted: 0, updated: 0, deleted: 0, rewrittenFiles: 0, rewrittenBytes: 0 };
     }
     const deletedRows = Number((await session.all(`SELECT count(*) AS n FROM ${readFiles(ctx, touched)} AS t WHERE (${filter.sql})`))[0]!.n);
     const sql = `SELECT * EXCLUDE (${quoteIdent(FILE)}) FROM ${readFiles(ctx, touched)} AS t WHERE (${filter.sql}) IS NOT TRUE`;
@@ -158,6 +161,7 @@ export async function deleteRows(ctx: TableContext, where: string): Promise<Merg
       updated: 0,
       deleted: deletedRows,
       rewrittenFiles: touched.length,
+      rewrittenBytes: touched.reduce((a, f) => a + f['file-size-in-bytes'], 0),
     };
   }
   throw new TwinlakeError('commit-conflict', `delete ${identString(ctx.ident)}: concurrent commits kept rewriting the same files`);
