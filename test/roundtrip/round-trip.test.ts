@@ -1,12 +1,11 @@
 import { createWriteStream, writeFileSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { finished } from 'node:stream/promises';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { icebergRead } from 'icebird';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseJson } from '../../src/core/json.ts';
 import { cli, tempDir } from '../helpers.ts';
+import { readWithIcebird } from '../icebird.ts';
 import type { IcebergType, StructType } from '../../src/spec/iceberg/types.ts';
 import { ALL_TYPES_SCHEMA, generateRow, ndjsonLine } from './all-types-data.ts';
 
@@ -146,24 +145,8 @@ describe('round trip of every type through the CLI', () => {
   });
 
   it('reads back through icebird, an Iceberg reader that shares no code with ours', async () => {
-    // icebird fetches everything; Node's fetch has no file: scheme, so serve file: URLs from disk.
-    const realFetch = globalThis.fetch;
-    globalThis.fetch = (async (input: RequestInfo | URL, init?: RequestInit) => {
-      const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
-      if (!url.startsWith('file://')) return realFetch(input, init);
-      const data = await readFile(decodeURIComponent(url.slice('file://'.length))).catch(() => undefined);
-      if (!data) return new Response('not found', { status: 404 });
-      const range = new Headers(init?.headers).get('range');
-      if (init?.method === 'HEAD') return new Response(null, { headers: { 'content-length': String(data.length) } });
-      if (range) {
-        const [, a, b] = /bytes=(\d+)-(\d*)/.exec(range)!;
-        const end = b ? Number(b) + 1 : data.length;
-        return new Response(data.subarray(Number(a), end), { status: 206 });
-      }
-      return new Response(data);
-    }) as typeof fetch;
-    try {
-      const rows = (await icebergRead({ tableUrl: `file://${tableDir}` })) as Record<string, any>[];
+    {
+      const rows = (await readWithIcebird(tableDir)) as Record<string, any>[];
       expect(rows).toHaveLength(ROWS);
       for (const r of rows) {
         const want = expected.get(String(r.id))!;
@@ -191,8 +174,6 @@ describe('round trip of every type through the CLI', () => {
         const asText = (hex: unknown) => (hex === null ? null : Buffer.from(new TextDecoder().decode(Buffer.from(hex as string, 'hex')), 'utf8').toString('hex'));
         expect(got).toEqual({ ...want, ts: msOf(want.ts), tsn: msOf(want.tsn), bin: asText(want.bin) });
       }
-    } finally {
-      globalThis.fetch = realFetch;
     }
   });
 });

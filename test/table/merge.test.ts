@@ -1,7 +1,9 @@
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Lakehouse, TwinlakeError } from '../../src/index.ts';
+import { join } from 'node:path';
 import { tempDir } from '../helpers.ts';
+import { readWithIcebird } from '../icebird.ts';
 
 interface Row {
   id: number;
@@ -64,7 +66,8 @@ describe('merge (copy-on-write) against an in-memory model', () => {
           if (r.op === 'D') model.delete(r.id);
           else model.set(r.id, { id: r.id, grp: r.grp, v: r.v, note: r.note });
         }
-        const result = await t.merge(batch as unknown as Record<string, unknown>[], { keys: ['id'], deleteWhen: "op = 'D'", partition });
+        // icebird reads deflate-compressed manifests wrongly: these tables write them uncompressed.
+        const result = await t.merge(batch as unknown as Record<string, unknown>[], { keys: ['id'], deleteWhen: "op = 'D'", partition, properties: { 'write.avro.compression-codec': 'uncompressed' } });
         expect(result.inserted + result.updated + result.deleted).toBeLessThanOrEqual(last.size);
 
         const expected = canon([...model.values()] as unknown as Record<string, unknown>[]);
@@ -78,6 +81,9 @@ describe('merge (copy-on-write) against an in-memory model', () => {
       }
       const h = await t.history();
       expect(h.some((e) => e.operation === 'overwrite')).toBe(true);
+      // An Iceberg reader that shares no code with ours sees the same rows.
+      const viaIcebird = await readWithIcebird(join(tmp.path, ...name.split('.')));
+      expect(canon(viaIcebird)).toEqual(canon([...model.values()] as unknown as Record<string, unknown>[]));
     });
   }
 
