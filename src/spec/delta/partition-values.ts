@@ -1,6 +1,7 @@
 import { dataInvalid, invalidInput, unsupported } from '../../core/errors.ts';
 import type { IcebergType } from '../iceberg/types.ts';
 import type { LiteralValue } from '../scan-task.ts';
+import { civilFromDays, daysFromCivil } from '../iceberg/single-value.ts';
 
 /**
  * Delta partition values are strings (PROTOCOL.md §Partition Value Serialization). Values here are
@@ -171,29 +172,11 @@ function formatTime(micros: bigint, alwaysFraction: boolean): string {
 
 // --- dates (proleptic Gregorian, no Date object: years 0–99 and negative years stay exact) ----
 
-/** Days since 1970-01-01 of a civil date. */
-export function epochDay(year: number, month: number, day: number): number {
-  const y = month <= 2 ? year - 1 : year;
-  const era = Math.floor(y / 400);
-  const yoe = y - era * 400;
-  const mp = (month + 9) % 12;
-  const doy = Math.floor((153 * mp + 2) / 5) + day - 1;
-  const doe = yoe * 365 + Math.floor(yoe / 4) - Math.floor(yoe / 100) + doy;
-  return era * 146097 + doe - 719468;
-}
+/** Days since 1970-01-01 of a civil date (the calendar code lives with the other single values). */
+export const epochDay = daysFromCivil;
 
 /** The civil date of a day count since 1970-01-01. */
-export function civilDate(days: number): { year: number; month: number; day: number } {
-  const z = days + 719468;
-  const era = Math.floor(z / 146097);
-  const doe = z - era * 146097;
-  const yoe = Math.floor((doe - Math.floor(doe / 1460) + Math.floor(doe / 36524) - Math.floor(doe / 146096)) / 365);
-  const doy = doe - (365 * yoe + Math.floor(yoe / 4) - Math.floor(yoe / 100));
-  const mp = Math.floor((5 * doy + 2) / 153);
-  const day = doy - Math.floor((153 * mp + 2) / 5) + 1;
-  const month = mp < 10 ? mp + 3 : mp - 9;
-  return { year: yoe + era * 400 + (month <= 2 ? 1 : 0), month, day };
-}
+export const civilDate = civilFromDays;
 
 function checkedEpochDay(y: number, m: number, d: number, bad: (what: string) => never): number {
   const days = epochDay(y, m, d);
