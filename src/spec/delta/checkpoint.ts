@@ -1,6 +1,4 @@
 import { createHash } from 'node:crypto';
-import { parquetReadObjects } from 'hyparquet';
-import { compressors } from 'hyparquet-compressors';
 import { dataInvalid } from '../../core/errors.ts';
 import { parseJson, stringifyJson } from '../../core/json.ts';
 import { type Action, type AddFile, type Sidecar, parseCommit, toAction } from './actions.ts';
@@ -143,6 +141,8 @@ export async function decodeCheckpointParquet(bytes: Uint8Array, source = 'check
   const file = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? (bytes.buffer as ArrayBuffer) : bytes.slice().buffer;
   let rows: Record<string, unknown>[];
   try {
+    // Loaded on first use: most commands never read a checkpoint, and start-up time counts.
+    const [{ parquetReadObjects }, { compressors }] = await Promise.all([import('hyparquet'), import('hyparquet-compressors')]);
     rows = await parquetReadObjects({
       file,
       compressors,
