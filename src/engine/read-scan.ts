@@ -1,3 +1,4 @@
+import { type FileHandle, open } from 'node:fs/promises';
 import type { DuckDBValue } from '@duckdb/node-api';
 import {
   DuckDBBlobValue,
@@ -12,13 +13,15 @@ import {
   DuckDBTimeValue,
   DuckDBUUIDValue,
 } from '@duckdb/node-api';
-import { invalidInput, unsupported } from '../core/errors.ts';
+import { dataInvalid, internal, invalidInput, unsupported } from '../core/errors.ts';
 import { localPath } from '../core/uri.ts';
 import { formatDate, formatTime, formatTimestamp, fromJsonValue, unscaledToDecimal } from '../spec/iceberg/single-value.ts';
 import type { IcebergType, NestedField } from '../spec/iceberg/types.ts';
 import { quoteIdent, quoteString, sqlLiteral, toDuckDBType } from '../spec/parquet/duckdb-types.ts';
 import { physicalName } from '../spec/parquet/field-ids.ts';
-import type { LiteralValue, ScanTask } from '../spec/scan-task.ts';
+import { decodeDeletionVectorBlob } from '../spec/delta/deletion-vector.ts';
+import type { RoaringBitmap64 } from '../spec/roaring.ts';
+import type { EqualityDeleteFile, LiteralValue, PositionDeletes, ScanFile, ScanTask } from '../spec/scan-task.ts';
 import type { DuckDBSession } from './duckdb-session.ts';
 
 const FILE_COL = '__tl_file';
@@ -85,8 +88,9 @@ function logicalExpr(type: IcebergType, expr: string, physicalNames: Map<number,
  * `read_parquet` over all of them (columns found by field ID or physical name; a column missing
  * from older files reads as its initial default or null; narrower types such as int are widened).
  * Per-file constants (partition values) are joined on the file name from one VALUES list, which
- * stays one hash join however many files there are. Rows come in task order: file by file, each
- * file's rows in file order.
+ * stays one hash join however many files there are. Row-level deletes are anti-joins (see
+ * `deleteJoins`); vectors must be loaded first (`loadDeletionVectors`). Rows come in task order:
+ * file by file, each file's rows in file order.
  */
 export function scanRelationSql(task: ScanTask, options: ScanSqlOptions = {}): string {
   const fields = task.schema.fields.filter((f) => f.type !== 'unknown');
@@ -96,10 +100,13 @@ export function scanRelationSql(task: ScanTask, options: ScanSqlOptions = {}): s
   for (const id of constIds) if (!topIds.has(id)) throw unsupported(`scan: constants for nested field ${id} are not supported`);
   const constFields = task.schema.fields.filter((f) => constIds.includes(f.id));
 
+  const columnExpr = (f: NestedField): string => {
+    const expr = `t.${quoteIdent(colAlias(f))}`;
+    return constIds.includes(f.id) ? `CASE WHEN k.${quoteIdent(`__tl_h${f.id}`)} THEN k.${quoteIdent(`__tl_v${f.id}`)} ELSE ${expr} END` : expr;
+  };
   const projection = task.schema.fields.map((f) => {
     if (f.type === 'unknown') return `NULL AS ${quoteIdent(f.name)}`;
-    let expr = `t.${quoteIdent(colAlias(f))}`;
-    if (constIds.includes(f.id)) expr = `CASE WHEN k.${quoteIdent(`__tl_h${f.id}`)} THEN k.${quoteIdent(`__tl_v${f.id}`)} ELSE ${expr} END`;
+    const expr = columnExpr(f);
     return `${logicalExpr(f.type, expr, task.physicalNames, 0) ?? expr} AS ${quoteIdent(f.name)}`;
   });
 
@@ -109,17 +116,14 @@ export function scanRelationSql(task: ScanTask, options: ScanSqlOptions = {}): s
   }
   if (fields.length === 0) throw unsupported('scan: a schema without readable columns is not supported');
 
-  const paths = task.files.map((f) => localPath(f.path));
   const mapped = options.nameMappedFiles ?? new Set<string>();
-  const byName = task.resolution === 'name';
-  const groups = byName ? [{ paths, byName }] : [
-    { paths: paths.filter((p) => !mapped.has(p)), byName: false },
-    { paths: paths.filter((p) => mapped.has(p)), byName: true },
-  ];
-  const reads = groups.filter((g) => g.paths.length > 0).map((g) => readParquet(g.paths, task, fields, g.byName));
+  const deletes = deleteJoins(task, [...fields, ...(task.hiddenFields ?? [])], mapped, columnExpr);
+  const readFields = [...fields, ...(deletes?.hiddenFields ?? [])];
+  const paths = task.files.map((f) => localPath(f.path));
+  const reads = readGroups(paths, task, readFields, mapped);
   let from = reads.length === 1 ? `(${reads[0]}) AS t` : `(${reads.join(' UNION ALL ')}) AS t`;
   // One read_parquet keeps the task's file and row order by itself; a join or a union does not.
-  const joined = constFields.length > 0 || reads.length > 1;
+  const joined = constFields.length > 0 || reads.length > 1 || deletes !== undefined;
   if (!joined) return `SELECT ${projection.join(', ')} FROM ${from}${limit}`;
 
   const rows = task.files.map((file, index) => {
@@ -127,12 +131,201 @@ export function scanRelationSql(task: ScanTask, options: ScanSqlOptions = {}): s
       const has = file.constants?.has(f.id) ?? false;
       return [has ? 'TRUE' : 'FALSE', sqlLiteral(f.type, has ? file.constants!.get(f.id)! : null)];
     });
-    return `(${[quoteString(localPath(file.path)), String(index), ...cells].join(', ')})`;
+    const groupOf = deletes?.equalityGroupOf;
+    const group = groupOf?.[index];
+    const extra = groupOf ? [group === undefined ? 'NULL' : String(group)] : [];
+    return `(${[quoteString(localPath(file.path)), String(index), ...extra, ...cells].join(', ')})`;
   });
-  const names = ['__tl_path', '__tl_index', ...constFields.flatMap((f) => [`__tl_h${f.id}`, `__tl_v${f.id}`])].map(quoteIdent);
+  const names = [
+    '__tl_path',
+    '__tl_index',
+    ...(deletes?.equalityGroupOf ? ['__tl_eqg'] : []),
+    ...constFields.flatMap((f) => [`__tl_h${f.id}`, `__tl_v${f.id}`]),
+  ].map(quoteIdent);
   from += ` JOIN (VALUES ${rows.join(', ')}) AS k(${names.join(', ')}) ON t.${quoteIdent(FILE_COL)} = k.__tl_path`;
+  if (deletes) from += deletes.joins.join('');
   // A hash join may emit rows in any order; files and rows keep the task's order, as without it.
   return `SELECT ${projection.join(', ')} FROM ${from} ORDER BY k.__tl_index, t.${quoteIdent(ROW_COL)}${limit}`;
+}
+
+/** One read per column resolution: by field ID, and by name for files without field IDs. */
+function readGroups(paths: string[], task: ScanTask, fields: NestedField[], nameMapped: Set<string>): string[] {
+  const byName = task.resolution === 'name';
+  const groups = byName ? [{ paths, byName }] : [
+    { paths: paths.filter((p) => !nameMapped.has(p)), byName: false },
+    { paths: paths.filter((p) => nameMapped.has(p)), byName: true },
+  ];
+  return groups.filter((g) => g.paths.length > 0).map((g) => readParquet(g.paths, task, fields, g.byName));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Row-level deletes
+
+interface DeleteJoins {
+  /** ` ANTI JOIN …` clauses against `t` (the rows) and `k` (the per-file VALUES list). */
+  joins: string[];
+  /** Per file index, its equality group (files with the same equality delete files share one). */
+  equalityGroupOf?: (number | undefined)[];
+  hiddenFields: NestedField[];
+}
+
+/**
+ * Anti-joins that drop deleted rows. Positions from every source become one relation of
+ * (file index, position) matched against DuckDB's `file_row_number`; position delete files are
+ * read by DuckDB and keep only the rows naming the data file. Equality deletes are matched per
+ * set of equality columns with IS NOT DISTINCT FROM (null equals null), against the columns as
+ * the scan returns them (partition constants included); data files that share the same equality
+ * delete files share a group, so the pairs list stays small however many files a delete covers.
+ */
+function deleteJoins(task: ScanTask, readable: NestedField[], nameMapped: Set<string>, columnExpr: (f: NestedField) => string): DeleteJoins | undefined {
+  const positions: string[] = [];
+  const ranges: string[] = [];
+  const posFiles: string[] = [];
+  const posPaths = new Set<string>();
+  const groups = new Map<string, number>();
+  const groupFiles: EqualityDeleteFile[][] = [];
+  const equalityGroupOf: (number | undefined)[] = [];
+  task.files.forEach((file, index) => {
+    for (const p of file.deletes?.positions ?? []) {
+      if (p.kind === 'vector') throw internal(`scan: the deletion vector at ${p.path}@${p.offset} must be loaded first (loadDeletionVectors)`);
+      if (p.kind === 'bitmap') {
+        const text = bitmapRangesText(p.bitmap);
+        if (text !== '') ranges.push(`(${index}, ${quoteString(text)})`);
+      } else {
+        const local = localPath(p.path);
+        posPaths.add(local);
+        posFiles.push(`(${quoteString(local)}, ${quoteString(pathPart(p.dataFile))}, ${index})`);
+      }
+    }
+    const eq = file.deletes?.equality ?? [];
+    if (eq.length === 0) return;
+    const key = eq.map((e) => `${e.path}\u0000${e.equalityIds.join(',')}`).sort().join('\u0001');
+    let g = groups.get(key);
+    if (g === undefined) {
+      g = groupFiles.length;
+      groups.set(key, g);
+      groupFiles.push(eq);
+    }
+    equalityGroupOf[index] = g;
+  });
+  if (posFiles.length > 0) {
+    positions.push(
+      `SELECT m.i, d.pos FROM read_parquet([${[...posPaths].map(quoteString).join(', ')}], union_by_name = true) AS d ` +
+        `JOIN (VALUES ${posFiles.join(', ')}) AS m(f, dp, i) ON d.filename = m.f AND regexp_replace(d.file_path, ${quoteString(SCHEME_AUTHORITY.source)}, '') = m.dp`,
+    );
+  }
+  if (ranges.length > 0) {
+    // Runs travel as text ("start" or "start+count", space-separated): one literal per file
+    // parses far faster than a VALUES row per position.
+    const start = `CAST(split_part(b.r, '+', 1) AS BIGINT)`;
+    const count = `CAST(coalesce(nullif(split_part(b.r, '+', 2), ''), '1') AS BIGINT)`;
+    positions.push(
+      `SELECT b.i, unnest(range(${start}, ${start} + ${count})) AS pos FROM ` +
+        `(SELECT v.i, unnest(string_split(v.rs, ' ')) AS r FROM (VALUES ${ranges.join(', ')}) AS v(i, rs)) AS b`,
+    );
+  }
+  const joins: string[] = [];
+  if (positions.length > 0) {
+    joins.push(` ANTI JOIN (${positions.join(' UNION ALL ')}) AS __tl_p ON __tl_p.i = k.__tl_index AND __tl_p.pos = t.${quoteIdent(ROW_COL)}`);
+  }
+  if (groupFiles.length === 0) return joins.length > 0 ? { joins, hiddenFields: [] } : undefined;
+
+  // One anti-join per set of equality columns; each lists (delete file, group) pairs.
+  const byIds = new Map<string, { ids: number[]; pairs: Map<string, Set<number>> }>();
+  groupFiles.forEach((files, g) => {
+    for (const e of files) {
+      const ids = [...new Set(e.equalityIds)].sort((a, b) => a - b);
+      const key = ids.join(',');
+      let entry = byIds.get(key);
+      if (!entry) byIds.set(key, (entry = { ids, pairs: new Map() }));
+      const local = localPath(e.path);
+      if (!entry.pairs.has(local)) entry.pairs.set(local, new Set());
+      entry.pairs.get(local)!.add(g);
+    }
+  });
+  const byId = new Map(readable.map((f) => [f.id, f]));
+  let n = 0;
+  for (const { ids, pairs } of byIds.values()) {
+    const eqFields = ids.map((id) => {
+      const f = byId.get(id);
+      if (!f) throw unsupported(`scan: equality delete column ${id} is not a top-level column of the schema being read`);
+      if (typeof f.type !== 'string') throw unsupported(`scan: equality delete column ${f.name} (${id}) is not a primitive column`);
+      return f;
+    });
+    const reads = readGroups([...pairs.keys()], task, eqFields, nameMapped);
+    const pairRows = [...pairs].flatMap(([path, gs]) => [...gs].map((g) => `(${quoteString(path)}, ${g})`));
+    const alias = quoteIdent(`__tl_e${n++}`);
+    const rel = `SELECT m.g, ${eqFields.map((f) => `d.${quoteIdent(colAlias(f))}`).join(', ')} FROM (${reads.join(' UNION ALL ')}) AS d ` +
+      `JOIN (VALUES ${pairRows.join(', ')}) AS m(f, g) ON d.${quoteIdent(FILE_COL)} = m.f`;
+    const on = [`${alias}.g = k.__tl_eqg`, ...eqFields.map((f) => `${alias}.${quoteIdent(colAlias(f))} IS NOT DISTINCT FROM ${columnExpr(f)}`)];
+    joins.push(` ANTI JOIN (${rel}) AS ${alias} ON ${on.join(' AND ')}`);
+  }
+  const visible = new Set(task.schema.fields.map((f) => f.id));
+  return { joins, equalityGroupOf, hiddenFields: readable.filter((f) => !visible.has(f.id)) };
+}
+
+/**
+ * Position delete rows name their data file by URI. They are matched on the path part alone
+ * (scheme and authority dropped): `file:/x` and `file:///x` spell one file, and a table whose
+ * metadata was relocated keeps the old cluster's URIs inside its delete files. Two files of one
+ * table do not differ by host alone.
+ */
+const SCHEME_AUTHORITY = /^[A-Za-z][A-Za-z0-9+.-]*:(\/\/[^/]*)?/;
+
+function pathPart(uri: string): string {
+  return uri.replace(SCHEME_AUTHORITY, '');
+}
+
+/** A bitmap's runs as "start" / "start+count" separated by spaces. */
+function bitmapRangesText(bitmap: RoaringBitmap64): string {
+  const parts: string[] = [];
+  for (const [start, end] of bitmap.ranges()) parts.push(end - start === 1n ? String(start) : `${start}+${end - start}`);
+  return parts.join(' ');
+}
+
+/**
+ * The task with every `vector` position source read and decoded into a `bitmap`. Reads only the
+ * vector's bytes; checks its size, CRC-32 and, when the metadata gives one, its cardinality.
+ */
+export async function loadDeletionVectors(task: ScanTask): Promise<ScanTask> {
+  if (!task.files.some((f) => f.deletes?.positions?.some((p) => p.kind === 'vector'))) return task;
+  const handles = new Map<string, FileHandle>();
+  try {
+    const files: ScanFile[] = [];
+    for (const file of task.files) {
+      const positions = file.deletes?.positions;
+      if (!positions?.some((p) => p.kind === 'vector')) {
+        files.push(file);
+        continue;
+      }
+      const loaded: PositionDeletes[] = [];
+      for (const p of positions) {
+        if (p.kind !== 'vector') {
+          loaded.push(p);
+          continue;
+        }
+        const local = localPath(p.path);
+        let handle = handles.get(local);
+        if (!handle) {
+          handle = await open(local, 'r');
+          handles.set(local, handle);
+        }
+        const bytes = new Uint8Array(p.length);
+        const { bytesRead } = await handle.read(bytes, 0, p.length, p.offset);
+        const where = `deletion vector ${p.path}@${p.offset}`;
+        if (bytesRead !== p.length) throw dataInvalid(`${where}: expected ${p.length} bytes, found ${bytesRead}`);
+        const bitmap = decodeDeletionVectorBlob(bytes, { expectedSize: p.length - 8, where });
+        if (p.cardinality !== undefined && bitmap.cardinality !== p.cardinality) {
+          throw dataInvalid(`${where}: expected cardinality ${p.cardinality}, found ${bitmap.cardinality}`);
+        }
+        loaded.push({ kind: 'bitmap', bitmap });
+      }
+      files.push({ ...file, deletes: { ...file.deletes, positions: loaded } });
+    }
+    return { ...task, files };
+  } finally {
+    await Promise.all([...handles.values()].map((h) => h.close()));
+  }
 }
 
 /** Files among `paths` (local) whose Parquet schema carries no field IDs at all. */
@@ -144,12 +337,20 @@ export async function filesWithoutFieldIds(session: DuckDBSession, paths: string
   return new Set(rows.map((r) => String(r.file_name)));
 }
 
+/** Every Parquet file whose columns the scan resolves: data files and equality delete files. */
+function columnResolvedPaths(task: ScanTask): string[] {
+  const out = new Set(task.files.map((f) => localPath(f.path)));
+  for (const f of task.files) for (const e of f.deletes?.equality ?? []) out.add(localPath(e.path));
+  return [...out];
+}
+
 async function scanSql(session: DuckDBSession, task: ScanTask, limit?: number): Promise<string> {
-  const nameMappedFiles = task.resolution === 'field-id' ? await filesWithoutFieldIds(session, task.files.map((f) => localPath(f.path))) : undefined;
-  if (!task.filterSql) return scanRelationSql(task, { nameMappedFiles, limit });
+  const loaded = await loadDeletionVectors(task);
+  const nameMappedFiles = loaded.resolution === 'field-id' ? await filesWithoutFieldIds(session, columnResolvedPaths(loaded)) : undefined;
+  if (!loaded.filterSql) return scanRelationSql(loaded, { nameMappedFiles, limit });
   // The filter names logical columns; DuckDB pushes it down into the Parquet scan (row groups).
   const cut = limit === undefined ? '' : ` LIMIT ${Math.max(0, Math.floor(limit))}`;
-  return `SELECT * FROM (${scanRelationSql(task, { nameMappedFiles })}) AS __tl_rows WHERE ${task.filterSql}${cut}`;
+  return `SELECT * FROM (${scanRelationSql(loaded, { nameMappedFiles })}) AS __tl_rows WHERE ${loaded.filterSql}${cut}`;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-import type { Schema } from './iceberg/types.ts';
+import type { NestedField, Schema } from './iceberg/types.ts';
+import type { RoaringBitmap64 } from './roaring.ts';
 
 /**
  * What a reader hands the engine: the files to read and how to find the table's columns in them.
@@ -7,6 +8,7 @@ import type { Schema } from './iceberg/types.ts';
 export interface ScanFile {
   /** Absolute URI of a Parquet data file. */
   path: string;
+  /** Rows stored in the file, deleted ones included. */
   recordCount?: number;
   /**
    * Values of columns that are not (or need not be) stored in the file, keyed by field ID: Delta
@@ -14,6 +16,46 @@ export interface ScanFile {
    * Values are in the engine-neutral form of `LiteralValue`.
    */
   constants?: Map<number, LiteralValue>;
+  /** Row-level deletes that apply to this file; the engine drops the rows they match. */
+  deletes?: ScanDeletes;
+}
+
+/**
+ * The deletes a planner found for one data file, after its format's scoping rules (Iceberg
+ * sequence numbers and partitions, Delta's one DV per logical file). A row is dropped when any
+ * position source lists its position or any equality file matches it.
+ */
+export interface ScanDeletes {
+  positions?: PositionDeletes[];
+  equality?: EqualityDeleteFile[];
+}
+
+/** Positions (0-based, in the data file's row order) of deleted rows. */
+export type PositionDeletes =
+  /** Positions in memory: a Delta inline DV, or a vector already loaded. */
+  | { kind: 'bitmap'; bitmap: RoaringBitmap64 }
+  /**
+   * A framed deletion vector at `offset` of the file `path` (absolute URI), `length` bytes: a
+   * big-endian size, the magic and portable Roaring bitmap, a big-endian CRC-32 — Iceberg's
+   * Puffin `deletion-vector-v1` blob and a DV in a Delta DV file alike. `cardinality` is what
+   * the metadata says it holds.
+   */
+  | { kind: 'vector'; path: string; offset: number; length: number; cardinality?: number }
+  /**
+   * An Iceberg position delete file (Parquet with `file_path` and `pos`, spec §Position Delete
+   * Files) at `path`: its rows whose `file_path` equals `dataFile`, the data file's location as
+   * the table metadata names it.
+   */
+  | { kind: 'position-file'; path: string; dataFile: string };
+
+/**
+ * An Iceberg equality delete file (Parquet, absolute URI): a row is deleted when its values equal
+ * one of the file's rows on every column of `equalityIds`, null matching null (spec §Equality
+ * Delete Files). Columns are found in the file like the data file's, by field ID or name.
+ */
+export interface EqualityDeleteFile {
+  path: string;
+  equalityIds: number[];
 }
 
 /**
@@ -32,6 +74,11 @@ export interface ScanTask {
   /** field ID → name of that column in the data files (top-level and nested struct fields). */
   physicalNames: Map<number, string>;
   files: ScanFile[];
+  /**
+   * Top-level columns that are read from the data files but not returned: equality delete
+   * columns that were dropped from the schema being read (spec §Equality Delete Files).
+   */
+  hiddenFields?: NestedField[];
   /** A row filter over the logical columns (DuckDB SQL), applied after the files are read. */
   filterSql?: string;
   /** What planning skipped, for `read --explain`. */

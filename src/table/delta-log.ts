@@ -1,13 +1,14 @@
 import { dataInvalid, invalidInput, isTwinlakeError, notFound, unsupported } from '../core/errors.ts';
 import { isUri, joinUri, relativeTo } from '../core/uri.ts';
 import type { ObjectStore } from '../io/object-store.ts';
-import { type Action, type CommitInfo, commitPath, parseCommit, parseLogFileName, serializeCommit } from '../spec/delta/actions.ts';
+import { type Action, type CommitInfo, type DeletionVectorDescriptor, commitPath, parseCommit, parseLogFileName, serializeCommit } from '../spec/delta/actions.ts';
 import { type LastCheckpoint, checkpointSidecars, decodeCheckpoint, decodeCheckpointParquet, parseLastCheckpoint, resolveSidecars } from '../spec/delta/checkpoint.ts';
+import { deletionVectorLocation, inlineDeletionVector } from '../spec/delta/deletion-vector.ts';
 import { parsePartitionValue } from '../spec/delta/partition-values.ts';
 import { type DeltaSnapshot, type ReplayCommit, checkReadSupported, decodePath, listLogSegment, replay } from '../spec/delta/replay.ts';
 import { columnMappingMode, fromDeltaSchema } from '../spec/delta/schema.ts';
 import { parseStats } from '../spec/delta/stats.ts';
-import type { LiteralValue, ScanFile, ScanTask } from '../spec/scan-task.ts';
+import type { LiteralValue, PositionDeletes, ScanFile, ScanTask } from '../spec/scan-task.ts';
 
 /**
  * Reading and writing a Delta log through an ObjectStore. `tableRoot` is the table's key prefix in
@@ -203,10 +204,8 @@ export function deltaScanTask(snapshot: DeltaSnapshot, tableRootUri: string): Sc
   });
 
   const files: ScanFile[] = snapshot.files.map((add) => {
-    if (add.deletionVector) {
-      throw unsupported(`delta: deletion vectors are not supported yet (file ${add.path} at version ${snapshot.version} has one)`);
-    }
     const file: ScanFile = { path: dataFileUri(tableRootUri, add.path) };
+    if (add.deletionVector) file.deletes = { positions: [deletionVectorSource(add.deletionVector, tableRootUri, add.path)] };
     if (add.stats !== undefined) {
       const n = parseStats(add.stats, `${add.path} stats`).numRecords;
       if (n !== undefined) file.recordCount = n;
@@ -223,6 +222,22 @@ export function deltaScanTask(snapshot: DeltaSnapshot, tableRootUri: string): Sc
   });
 
   return { schema, resolution: mode === 'id' ? 'field-id' : 'name', physicalNames, files };
+}
+
+/**
+ * Where the engine finds a file's deleted rows (PROTOCOL.md §Deletion Vectors): an inline DV is
+ * decoded here; a DV in a file is read at scan time, `sizeInBytes` plus its size and CRC fields.
+ */
+function deletionVectorSource(dv: DeletionVectorDescriptor, tableRootUri: string, addPath: string): PositionDeletes {
+  if (dv.storageType === 'i') {
+    const bitmap = inlineDeletionVector(dv);
+    if (bitmap.cardinality !== dv.cardinality) {
+      throw dataInvalid(`delta: inline deletion vector of ${addPath} expected cardinality ${dv.cardinality}, found ${bitmap.cardinality}`);
+    }
+    return { kind: 'bitmap', bitmap };
+  }
+  const path = deletionVectorLocation(dv, tableRootUri)!;
+  return { kind: 'vector', path, offset: dv.offset ?? 0, length: dv.sizeInBytes + 8, cardinality: dv.cardinality };
 }
 
 function findCaseInsensitive(values: Record<string, string | null>, key: string): string | null | undefined {

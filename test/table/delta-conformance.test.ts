@@ -1,12 +1,16 @@
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { describe, expect, it } from 'vitest';
-import { isTwinlakeError } from '../../src/core/errors.ts';
+import { readFile } from 'node:fs/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { localPath } from '../../src/core/uri.ts';
+import { DuckDBSession } from '../../src/engine/duckdb-session.ts';
+import { readScan } from '../../src/engine/read-scan.ts';
 import { LocalStore } from '../../src/io/local-store.ts';
 import type { IcebergType, StructType } from '../../src/spec/iceberg/types.ts';
 import { parseStats, statsValueAt } from '../../src/spec/delta/stats.ts';
+import type { DeletionVectorDescriptor } from '../../src/spec/delta/actions.ts';
+import { deletionVectorLocation, inlineDeletionVector, readDeletionVectorFile } from '../../src/spec/delta/deletion-vector.ts';
 import { listLogSegment } from '../../src/spec/delta/replay.ts';
 import type { ScanTask } from '../../src/spec/scan-task.ts';
 import { deltaScanTask, readDeltaSnapshot } from '../../src/table/delta-log.ts';
@@ -201,7 +205,7 @@ describe.skipIf(!existsSync(DAT))('DAT reader cases (../shared/testdata/dat)', (
 
 // --- golden tables -------------------------------------------------------------------------------
 
-/** Tables whose data Twinlake cannot read yet; their logs must still replay. */
+/** Tables with deletion vectors: Spark's DELETEs, one key value per commit. */
 const DELETION_VECTOR_TABLES = new Set(['dv-partitioned-with-checkpoint', 'dv-with-columnmapping', 'log-replay-dv-key-cases']);
 /** Tables whose `add` paths name no real files: log replay only. */
 const LOG_ONLY_TABLES = new Set(['checkpoint']);
@@ -223,7 +227,19 @@ async function readGoldenRows(name: string) {
   return { dir, snapshot, task, fileRows, rows: fileRows.flatMap((f) => f.rows), checks };
 }
 
+async function dvPositions(tableRoot: string, dv: DeletionVectorDescriptor): Promise<Iterable<bigint>> {
+  if (dv.storageType === 'i') return inlineDeletionVector(dv).values();
+  const bytes = new Uint8Array(await readFile(localPath(deletionVectorLocation(dv, tableRoot)!)));
+  return readDeletionVectorFile(bytes, dv).values();
+}
+
 describe.skipIf(!existsSync(GOLDEN))('Delta golden tables (../shared/testdata/delta-golden)', () => {
+  let session: DuckDBSession;
+  beforeAll(async () => {
+    session = await DuckDBSession.open({});
+  });
+  afterAll(() => session?.close());
+
   it('finds the 14 tables', () => {
     expect(goldenTables.length).toBe(14);
   });
@@ -252,19 +268,54 @@ describe.skipIf(!existsSync(GOLDEN))('Delta golden tables (../shared/testdata/de
     });
 
     if (DELETION_VECTOR_TABLES.has(name)) {
-      it(`${name}: planning a scan refuses deletion vectors cleanly (skipped read: DVs unsupported)`, async () => {
+      it(`${name}: each deletion vector removes exactly its cardinality of rows, the ones at its positions`, async () => {
         const { store, snapshot } = await readGolden(name);
-        expect(snapshot.files.some((f) => f.deletionVector)).toBe(true);
-        let error: unknown;
-        try {
-          deltaScanTask(snapshot, store.root);
-        } catch (e) {
-          error = e;
+        const task = deltaScanTask(snapshot, store.root);
+        const key = task.schema.fields.find((f) => f.name === 'col1' || f.name === 'id')!.name;
+        let withDv = 0;
+        for (const [i, add] of snapshot.files.entries()) {
+          const file = task.files[i]!;
+          const all = (await readTaskRows({ ...task, files: [file] }))[0]!.rows.map((r) => Number(r[key]));
+          const kept = (await readScan(session, { ...task, files: [file] })).map((r) => Number(r[key]));
+          const dv = add.deletionVector;
+          if (!dv) {
+            expect(kept).toEqual(all);
+            continue;
+          }
+          withDv++;
+          expect(all.length - kept.length, add.path).toBe(dv.cardinality);
+          // The positions, decoded on their own, name exactly the rows the scan left out.
+          const positions = [...(await dvPositions(store.root, dv))].map(Number);
+          expect(positions).toHaveLength(dv.cardinality);
+          expect(kept).toEqual(all.filter((_, pos) => !positions.includes(pos)));
         }
-        expect(isTwinlakeError(error, 'unsupported')).toBe(true);
-        expect((error as Error).message).toMatch(/^delta: deletion vectors .*not supported yet/);
+        expect(withDv).toBeGreaterThan(0);
       });
-      it.todo(`${name}: read rows with deletion vectors applied (deletion vectors are not supported yet)`);
+
+      it(`${name}: every version reads the rows its DELETE commits leave`, async () => {
+        const logDir = path.join(GOLDEN, name, '_delta_log');
+        const latest = listLogSegment(readdirSync(logDir)).version;
+        const first = await readGolden(name, 0);
+        const task0 = deltaScanTask(first.snapshot, first.store.root);
+        const key = task0.schema.fields.find((f) => f.name === 'col1' || f.name === 'id')!.name;
+        const original = (await readTaskRows(task0)).flatMap((f) => f.rows).map((r) => Number(r[key]));
+        const deleted = new Set<number>();
+        let previous = original.length;
+        for (let v = 1; v <= latest; v++) {
+          const info = JSON.parse(readFileSync(path.join(logDir, `${String(v).padStart(20, '0')}.json`), 'utf8').split('\n')[0]!).commitInfo;
+          expect(info.operation).toBe('DELETE');
+          // e.g. ["(col1#463 = 0)"] or ["(id#443L = 0)"]: the rows whose key equals the literal.
+          const m = /\((\w+)#\d+L? = (\d+)\)/.exec(info.operationParameters.predicate);
+          expect(m?.[1]).toBe(key);
+          deleted.add(Number(m![2]));
+          const { store, snapshot } = await readGolden(name, v);
+          const rows = (await readScan(session, deltaScanTask(snapshot, store.root))).map((r) => Number(r[key]));
+          expect(rows.sort((a, b) => a - b), `version ${v}`).toEqual(original.filter((x) => !deleted.has(x)).sort((a, b) => a - b));
+          expect(previous - rows.length, `version ${v} numDeletedRows`).toBe(Number(info.operationMetrics.numDeletedRows));
+          previous = rows.length;
+        }
+        expect(deleted.size).toBe(latest);
+      });
     } else if (LOG_ONLY_TABLES.has(name)) {
       it.skip(`${name}: no rows to read (its add paths "1".."15" name no files; the log is the test)`);
     } else {

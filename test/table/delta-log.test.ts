@@ -153,18 +153,24 @@ describe('deltaScanTask', () => {
     expect(legacy.physicalNames.get(2)).toBe('day');
   });
 
-  it('refuses deletion vectors, unknown reader features and partition columns missing from the schema', () => {
-    const dv = file('a.parquet', { 'col-day': null, 'col-region': null }, { deletionVector: { storageType: 'u', pathOrInlineDv: 'x', offset: 1, sizeInBytes: 1, cardinality: 1 } });
-    const e = (() => {
-      try {
-        deltaScanTask(snapshot([dv]), 'file:///t');
-      } catch (err) {
-        return err as Error;
-      }
-      throw new Error('expected an error');
-    })();
-    expect(isTwinlakeError(e, 'unsupported')).toBe(true);
-    expect(e.message).toBe('delta: deletion vectors are not supported yet (file a.parquet at version 3 has one)');
+  it('hands deletion vectors to the engine: files by location, inline ones decoded', () => {
+    const onDisk = file('a.parquet', { 'col-day': null, 'col-region': null }, {
+      deletionVector: { storageType: 'u', pathOrInlineDv: 'ab^-aqEH.-t@S}K{vb[*k^', offset: 4, sizeInBytes: 40, cardinality: 6 },
+    });
+    const inline = file('b.parquet', { 'col-day': null, 'col-region': null }, {
+      deletionVector: { storageType: 'i', pathOrInlineDv: 'wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L', sizeInBytes: 40, cardinality: 6 },
+    });
+    const task = deltaScanTask(snapshot([onDisk, inline]), 'file:///t');
+    expect(task.files[0]!.deletes).toEqual({
+      positions: [{ kind: 'vector', path: 'file:///t/ab/deletion_vector_d2c639aa-8816-431a-aaf6-d3fe2512ff61.bin', offset: 4, length: 48, cardinality: 6 }],
+    });
+    const p = task.files[1]!.deletes!.positions![0]!;
+    expect(p.kind === 'bitmap' && [...p.bitmap.values()].map(Number)).toEqual([3, 4, 7, 11, 18, 29]);
+    const wrong = file('c.parquet', { 'col-day': null, 'col-region': null }, { deletionVector: { ...inline.deletionVector!, cardinality: 5 } });
+    expect(() => deltaScanTask(snapshot([wrong]), 'file:///t')).toThrow(/expected cardinality 5, found 6/);
+  });
+
+  it('refuses unknown reader features and partition columns missing from the schema', () => {
     expect(() => deltaScanTask(snapshot([], { minReaderVersion: 3, minWriterVersion: 7, readerFeatures: ['catalogManaged'], writerFeatures: [] }), 'file:///t')).toThrow(
       /reader features \[catalogManaged\]/,
     );
