@@ -249,7 +249,6 @@ export class SnapshotProducer {
         continue;
       }
       const rewritten: ManifestEntry[] = [];
-      let added = 0;
       let deleted = 0;
       let existingRows = 0;
       let deletedRows = 0;
@@ -264,7 +263,6 @@ export class SnapshotProducer {
           deletedRows += file['record-count'];
         } else {
           rewritten.push({ ...e, status: 0 });
-          added += 0;
           existingRows += file['record-count'];
         }
       }
@@ -281,13 +279,13 @@ export class SnapshotProducer {
         'sequence-number': base['last-sequence-number'] + 1,
         'min-sequence-number': minOf(rewritten.map((e) => e['sequence-number'] ?? 0), base['last-sequence-number'] + 1),
         'added-snapshot-id': this.snapshotId,
-        'added-files-count': added,
+        'added-files-count': 0,
         'existing-files-count': rewritten.length - deleted,
         'deleted-files-count': deleted,
         'added-rows-count': 0,
         'existing-rows-count': existingRows,
         'deleted-rows-count': deletedRows,
-        partitions: summaries(spec, schema, rewritten.filter((e) => e.status !== 2).map((e) => e['data-file'])),
+        partitions: summaries(spec, schema, rewritten.map((e) => e['data-file'])),
       });
     }
     const missing = [...paths].filter((p) => !found.has(p));

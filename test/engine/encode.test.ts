@@ -1,29 +1,19 @@
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parquetMetadata } from 'hyparquet';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { duckdbFixture } from '../duckdb-fixture.ts';
 import { isTwinlakeError, type TwinlakeError } from '../../src/core/errors.ts';
-import { DuckDBSession } from '../../src/engine/duckdb-session.ts';
 import { encodeParquet, type EncodeOptions } from '../../src/engine/encode.ts';
 import { inferSchema, inputRelation, type InputFile } from '../../src/engine/infer-schema.ts';
 import type { Schema, StructType } from '../../src/spec/iceberg/types.ts';
-import { tempDir } from '../helpers.ts';
 
-let session: DuckDBSession;
-let dir: { path: string; cleanup: () => void };
-beforeAll(async () => {
-  session = await DuckDBSession.open();
-  dir = tempDir();
-});
-afterAll(() => {
-  session.close();
-  dir.cleanup();
-});
+const fx = duckdbFixture();
 
 let seq = 0;
-const outDir = () => join(dir.path, `out-${seq++}`);
+const outDir = () => join(fx.dir.path, `out-${seq++}`);
 const file = (name: string, text: string) => {
-  const p = join(dir.path, name);
+  const p = join(fx.dir.path, name);
   writeFileSync(p, text);
   return p;
 };
@@ -45,7 +35,7 @@ describe('encodeParquet', () => {
     };
     const out = outDir();
     const target = 1_000_000;
-    const files = await encodeParquet(session, {
+    const files = await encodeParquet(fx.session, {
       source: `(SELECT i AS n, md5(i::VARCHAR) AS h, {'q': i / 3} AS p FROM range(200000) t(i))`,
       schema, physicalNames: new Map([[1, 'n'], [3, 'p_phys']]), outputDir: out, targetFileSizeBytes: target, filePrefix: 'part-', rowGroupSize: 10000,
     });
@@ -63,7 +53,7 @@ describe('encodeParquet', () => {
       expect(Number(meta.num_rows)).toBe(f.recordCount);
       expect(f.columns.get(1)?.valueCount).toBe(f.recordCount);
     }
-    const [sum] = await session.all(`SELECT sum(n)::BIGINT AS s, count(DISTINCT h) AS d, sum(p_phys.q) AS q FROM read_parquet('${out}/*.parquet')`);
+    const [sum] = await fx.session.all(`SELECT sum(n)::BIGINT AS s, count(DISTINCT h) AS d, sum(p_phys.q) AS q FROM read_parquet('${out}/*.parquet')`);
     expect(sum.s).toBe(BigInt((200000 * 199999) / 2));
     expect(Number(sum.d)).toBe(200000);
   });
@@ -71,7 +61,7 @@ describe('encodeParquet', () => {
   it('writes nothing for an empty input', async () => {
     const out = outDir();
     const schema: Schema = { type: 'struct', 'schema-id': 0, fields: [{ id: 1, name: 'a', required: false, type: 'long' }] };
-    const files = await encodeParquet(session, { source: '(SELECT 1 AS a WHERE FALSE)', schema, physicalNames: new Map(), outputDir: out, targetFileSizeBytes: 1 << 20, filePrefix: 'e-' });
+    const files = await encodeParquet(fx.session, { source: '(SELECT 1 AS a WHERE FALSE)', schema, physicalNames: new Map(), outputDir: out, targetFileSizeBytes: 1 << 20, filePrefix: 'e-' });
     expect(files).toEqual([]);
     expect(readdirSync(out)).toEqual([]);
   });
@@ -79,11 +69,11 @@ describe('encodeParquet', () => {
 
 describe('bad input is reported by column, line, value and expected type', () => {
   async function encodeFile(input: InputFile, schema?: Schema): Promise<TwinlakeError> {
-    const s = schema ?? asSchema(await inferSchema(session, input));
+    const s = schema ?? asSchema(await inferSchema(fx.session, input));
     const out = outDir();
     const options: EncodeOptions = { source: inputRelation(input, s), schema: s, physicalNames: new Map(), outputDir: out, targetFileSizeBytes: 1 << 20, filePrefix: 'bad-', input };
     try {
-      await encodeParquet(session, options);
+      await encodeParquet(fx.session, options);
     } catch (e) {
       if (!isTwinlakeError(e)) throw e;
       expect(e.kind).toBe('invalid-input');

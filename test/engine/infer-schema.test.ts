@@ -1,24 +1,14 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DuckDBSession } from '../../src/engine/duckdb-session.ts';
+import { describe, expect, it } from 'vitest';
+import { duckdbFixture } from '../duckdb-fixture.ts';
 import { inferSchema, inputRelation } from '../../src/engine/infer-schema.ts';
 import type { IcebergType, StructType } from '../../src/spec/iceberg/types.ts';
-import { tempDir } from '../helpers.ts';
 
-let session: DuckDBSession;
-let dir: { path: string; cleanup: () => void };
-beforeAll(async () => {
-  session = await DuckDBSession.open();
-  dir = tempDir();
-});
-afterAll(() => {
-  session.close();
-  dir.cleanup();
-});
+const fx = duckdbFixture();
 
 function file(name: string, text: string): string {
-  const p = join(dir.path, name);
+  const p = join(fx.dir.path, name);
   writeFileSync(p, text);
   return p;
 }
@@ -42,7 +32,7 @@ describe('inferSchema', () => {
       { n: 3, x: 7, t: null, naive: null, d: null, o: null, arr: null, mixed: [1], nothing: null },
     ];
     const path = file('in.ndjson', lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
-    const schema = await inferSchema(session, { path, format: 'ndjson' });
+    const schema = await inferSchema(fx.session, { path, format: 'ndjson' });
     expect(types(schema)).toEqual({
       n: 'long', x: 'double', t: 'timestamptz', naive: 'timestamp', d: 'date',
       o: { p: 'long', q: ['long'], when: 'timestamptz' }, arr: [{ z: 'string' }], mixed: 'string', nothing: 'string', flag: 'boolean',
@@ -52,31 +42,31 @@ describe('inferSchema', () => {
 
   it('instants of one uniform shape stay timestamptz (DuckDB alone would drop the zone)', async () => {
     const rows = Array.from({ length: 50 }, (_, i) => JSON.stringify({ ts: `2026-01-${String((i % 28) + 1).padStart(2, '0')}T00:47:40.${String(i).padStart(3, '0')}Z`, naive: `2026-01-01T10:00:${String(i % 60).padStart(2, '0')}` }));
-    const s = await inferSchema(session, { path: file('uniform.ndjson', rows.join('\n') + '\n'), format: 'ndjson' });
+    const s = await inferSchema(fx.session, { path: file('uniform.ndjson', rows.join('\n') + '\n'), format: 'ndjson' });
     expect(types(s)).toEqual({ ts: 'timestamptz', naive: 'timestamp' });
   });
 
   it('keeps text that is not all timestamps as string', async () => {
     const path = file('text.ndjson', '{"s": "2020-01-01T00:00:00Z"}\n{"s": "not a time"}\n{"s": "2020-13-01T00:00:00Z"}\n');
-    expect(types(await inferSchema(session, { path, format: 'ndjson' }))).toEqual({ s: 'string' });
+    expect(types(await inferSchema(fx.session, { path, format: 'ndjson' }))).toEqual({ s: 'string' });
     const bad = file('bad-month.ndjson', '{"s": "2020-13-01T00:00:00Z"}\n');
-    expect(types(await inferSchema(session, { path: bad, format: 'ndjson' }))).toEqual({ s: 'string' });
+    expect(types(await inferSchema(fx.session, { path: bad, format: 'ndjson' }))).toEqual({ s: 'string' });
   });
 
   it('JSON arrays of records', async () => {
     const path = file('in.json', JSON.stringify([{ a: 1, b: 'x' }, { a: 2, b: 'y', c: 1.5 }]));
-    expect(types(await inferSchema(session, { path, format: 'json' }))).toEqual({ a: 'long', b: 'string', c: 'double' });
+    expect(types(await inferSchema(fx.session, { path, format: 'json' }))).toEqual({ a: 'long', b: 'string', c: 'double' });
   });
 
   it('CSV with a header', async () => {
     const path = file('in.csv', 'id,price,when,day,name\n1,1.5,2020-01-01T00:00:00Z,2020-01-01,"a, b"\n2,2,2020-01-02T10:00:00+02:00,2020-01-02,c\n');
-    expect(types(await inferSchema(session, { path, format: 'csv' }))).toEqual({ id: 'long', price: 'double', when: 'timestamptz', day: 'date', name: 'string' });
+    expect(types(await inferSchema(fx.session, { path, format: 'csv' }))).toEqual({ id: 'long', price: 'double', when: 'timestamptz', day: 'date', name: 'string' });
   });
 
   it('Parquet: the file’s own types, naive timestamps stay naive', async () => {
-    const path = join(dir.path, 'in.parquet');
-    await session.run(`COPY (SELECT 1::INTEGER AS i, TIMESTAMP '2020-01-01' AS ntz, TIMESTAMPTZ '2020-01-01 00:00:00+00' AS tz, 1.5::DECIMAL(9,2) AS d, [{'a': 'x'}] AS l, MAP {'k': 1.5::DOUBLE} AS m, '\\x00'::BLOB AS b, NULL::VARCHAR AS n) TO '${path}' (FORMAT parquet)`);
-    expect(types(await inferSchema(session, { path, format: 'parquet' }))).toEqual({
+    const path = join(fx.dir.path, 'in.parquet');
+    await fx.session.run(`COPY (SELECT 1::INTEGER AS i, TIMESTAMP '2020-01-01' AS ntz, TIMESTAMPTZ '2020-01-01 00:00:00+00' AS tz, 1.5::DECIMAL(9,2) AS d, [{'a': 'x'}] AS l, MAP {'k': 1.5::DOUBLE} AS m, '\\x00'::BLOB AS b, NULL::VARCHAR AS n) TO '${path}' (FORMAT parquet)`);
+    expect(types(await inferSchema(fx.session, { path, format: 'parquet' }))).toEqual({
       i: 'int', ntz: 'timestamp', tz: 'timestamptz', d: 'decimal(9, 2)', l: [{ a: 'string' }], m: { map: ['string', 'double'] }, b: 'binary', n: 'string',
     });
   });
@@ -92,14 +82,14 @@ describe('inputRelation', () => {
         { id: 2, name: 's', required: false, type: { type: 'struct', fields: [{ id: 3, name: 'x y', required: false, type: 'int' }] } },
       ],
     };
-    const rows = await session.all(`SELECT * FROM ${inputRelation({ path, format: 'ndjson' }, schema)}`);
+    const rows = await fx.session.all(`SELECT * FROM ${inputRelation({ path, format: 'ndjson' }, schema)}`);
     // Text, so the strict conversion (not DuckDB's JSON reader) decides what fits.
     expect(rows).toEqual([{ a: '2.5', s: { 'x y': '1' } }]);
   });
 
   it('accepts file: URIs', async () => {
     const path = file('uri.ndjson', '{"a": 1}\n');
-    const rows = await session.all(`SELECT * FROM ${inputRelation({ path: `file://${path}`, format: 'ndjson' })}`);
+    const rows = await fx.session.all(`SELECT * FROM ${inputRelation({ path: `file://${path}`, format: 'ndjson' })}`);
     expect(rows).toEqual([{ a: 1n }]);
   });
 });

@@ -1,16 +1,15 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { duckdbFixture } from '../duckdb-fixture.ts';
 import { isTwinlakeError } from '../../src/core/errors.ts';
 import { fileUri } from '../../src/core/uri.ts';
-import { DuckDBSession } from '../../src/engine/duckdb-session.ts';
 import { copyScanTo, loadDeletionVectors, readScan, scanRelationSql } from '../../src/engine/read-scan.ts';
 import { encodeDeletionVectorFile } from '../../src/spec/delta/deletion-vector.ts';
 import { encodeDeletionVectorPuffin } from '../../src/spec/iceberg/puffin.ts';
 import type { Schema } from '../../src/spec/iceberg/types.ts';
 import { RoaringBitmap64 } from '../../src/spec/roaring.ts';
 import type { ScanFile, ScanTask } from '../../src/spec/scan-task.ts';
-import { tempDir } from '../helpers.ts';
 
 /**
  * Row-level deletes in the engine, on files written here: every expectation is computed from the
@@ -18,16 +17,7 @@ import { tempDir } from '../helpers.ts';
  * what the engine returned.
  */
 
-let session: DuckDBSession;
-let dir: { path: string; cleanup: () => void };
-beforeAll(async () => {
-  session = await DuckDBSession.open();
-  dir = tempDir();
-});
-afterAll(() => {
-  session.close();
-  dir.cleanup();
-});
+const fx = duckdbFixture();
 
 const schema: Schema = {
   type: 'struct',
@@ -42,8 +32,8 @@ const physicalNames = new Map<number, string>([[1, 'id'], [2, 'k'], [3, 'region'
 const task = (files: ScanFile[], extra: Partial<ScanTask> = {}): ScanTask => ({ schema, resolution: 'field-id', physicalNames, files, ...extra });
 
 async function write(name: string, select: string, fieldIds: string): Promise<string> {
-  const path = join(dir.path, name);
-  await session.run(`COPY (${select}) TO '${path}' (FORMAT parquet, FIELD_IDS ${fieldIds})`);
+  const path = join(fx.dir.path, name);
+  await fx.session.run(`COPY (${select}) TO '${path}' (FORMAT parquet, FIELD_IDS ${fieldIds})`);
   return fileUri(path);
 }
 
@@ -65,7 +55,7 @@ describe('row-level deletes in the engine', () => {
   });
 
   it('drops the positions of bitmaps, keeping file and row order', async () => {
-    const rows = await readScan(session, task([
+    const rows = await readScan(fx.session, task([
       { path: f0, deletes: { positions: [{ kind: 'bitmap', bitmap: RoaringBitmap64.of([0, 1, 2, 7, 19]) }] } },
       { path: f1, deletes: { positions: [{ kind: 'bitmap', bitmap: RoaringBitmap64.of([]) }, { kind: 'bitmap', bitmap: RoaringBitmap64.of([5, 6]) }] } },
     ]));
@@ -80,7 +70,7 @@ describe('row-level deletes in the engine', () => {
       `SELECT * FROM (VALUES ('file:${local}', 3::BIGINT), ('file://${local}', 4), ('file:///elsewhere/f0.parquet', 5), (NULL, 6), ('${f1}', 8)) v(file_path, pos)`,
       '{file_path: 2147483546, pos: 2147483545}',
     );
-    const rows = await readScan(session, task([
+    const rows = await readScan(fx.session, task([
       { path: f0, deletes: { positions: [{ kind: 'position-file', path: del, dataFile: f0 }] } },
       { path: f1 },
     ]));
@@ -91,7 +81,7 @@ describe('row-level deletes in the engine', () => {
   it('matches equality deletes null-safely, on partition constants too, only for the files they apply to', async () => {
     const eqK = await write('eq-k.parquet', `SELECT * FROM (VALUES (NULL::VARCHAR)) v(k)`, '{k: 2}');
     const eqRegionK = await write('eq-rk.parquet', `SELECT * FROM (VALUES ('b', 'eu'), ('a', 'us')) v(k, region)`, '{k: 2, region: 3}');
-    const rows = await readScan(session, task([
+    const rows = await readScan(fx.session, task([
       { path: f0, constants: new Map([[3, 'eu']]), deletes: { equality: [{ path: eqK, equalityIds: [2] }, { path: eqRegionK, equalityIds: [3, 2] }] } },
       { path: f1, constants: new Map([[3, 'us']]), deletes: { equality: [{ path: eqRegionK, equalityIds: [2, 3] }] } },
       { path: f2, constants: new Map([[3, 'eu']]) }, // same values as f0, no deletes apply: every row stays
@@ -111,10 +101,10 @@ describe('row-level deletes in the engine', () => {
       [{ path: f0, deletes: { positions: [{ kind: 'bitmap', bitmap: RoaringBitmap64.of([1, 2]) }], equality: [{ path: eqK, equalityIds: [2] }] } }],
       { filterSql: '"id" < 100' },
     );
-    expect(ids(await readScan(session, t))).toEqual([40, 50, 70, 80]); // positions 4, 5, 7, 8
-    expect(ids(await readScan(session, t, { limit: 2 }))).toEqual([40, 50]);
-    const out = join(dir.path, 'out.json');
-    await copyScanTo(session, t, { format: 'json', path: out });
+    expect(ids(await readScan(fx.session, t))).toEqual([40, 50, 70, 80]); // positions 4, 5, 7, 8
+    expect(ids(await readScan(fx.session, t, { limit: 2 }))).toEqual([40, 50]);
+    const out = join(fx.dir.path, 'out.json');
+    await copyScanTo(fx.session, t, { format: 'json', path: out });
     const { readFileSync } = await import('node:fs');
     expect(readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.parse(l).id)).toEqual([40, 50, 70, 80]);
   });
@@ -122,7 +112,7 @@ describe('row-level deletes in the engine', () => {
   it('reads an equality column dropped from the schema as a hidden column', async () => {
     const narrow: Schema = { ...schema, fields: [schema.fields[0]!] };
     const eqK = await write('eq-b.parquet', `SELECT 'b' AS k`, '{k: 2}');
-    const rows = await readScan(session, {
+    const rows = await readScan(fx.session, {
       schema: narrow,
       resolution: 'field-id',
       physicalNames,
@@ -138,10 +128,10 @@ describe('row-level deletes in the engine', () => {
       { referencedDataFile: 'x', bitmap: RoaringBitmap64.of([0]) },
       { referencedDataFile: f1, bitmap: RoaringBitmap64.of([1, 3, 5]) },
     ]);
-    const puffinPath = join(dir.path, 'dv.puffin');
+    const puffinPath = join(fx.dir.path, 'dv.puffin');
     writeFileSync(puffinPath, puffin.bytes);
     const delta = encodeDeletionVectorFile([RoaringBitmap64.of([10, 11, 12, 13])]);
-    const dvPath = join(dir.path, 'deletion_vector.bin');
+    const dvPath = join(fx.dir.path, 'deletion_vector.bin');
     writeFileSync(dvPath, delta.bytes);
     const e = puffin.entries[1]!;
     const t = task([
@@ -149,7 +139,7 @@ describe('row-level deletes in the engine', () => {
       { path: f1, deletes: { positions: [{ kind: 'vector', path: fileUri(puffinPath), offset: e.contentOffset, length: e.contentSizeInBytes, cardinality: 3 }] } },
     ]);
     expect(() => scanRelationSql(t)).toThrow(/must be loaded first/);
-    expect(ids(await readScan(session, t))).toEqual([
+    expect(ids(await readScan(fx.session, t))).toEqual([
       ...range(20).filter((p) => p < 10 || p > 13).map((p) => p * 10),
       ...range(20).filter((p) => ![1, 3, 5].includes(p)).map((p) => p * 10 + 1),
     ]);
@@ -157,10 +147,10 @@ describe('row-level deletes in the engine', () => {
     expect(loaded.files.every((f) => f.deletes!.positions!.every((p) => p.kind === 'bitmap'))).toBe(true);
 
     const wrongCount = task([{ path: f1, deletes: { positions: [{ kind: 'vector', path: fileUri(puffinPath), offset: e.contentOffset, length: e.contentSizeInBytes, cardinality: 2 }] } }]);
-    const err = await readScan(session, wrongCount).catch((x: unknown) => x);
+    const err = await readScan(fx.session, wrongCount).catch((x: unknown) => x);
     expect(isTwinlakeError(err, 'data-invalid') && (err as Error).message).toMatch(/expected cardinality 2, found 3/);
     const shifted = task([{ path: f1, deletes: { positions: [{ kind: 'vector', path: fileUri(puffinPath), offset: e.contentOffset + 1, length: e.contentSizeInBytes }] } }]);
-    expect(isTwinlakeError(await readScan(session, shifted).catch((x: unknown) => x), 'data-invalid')).toBe(true);
+    expect(isTwinlakeError(await readScan(fx.session, shifted).catch((x: unknown) => x), 'data-invalid')).toBe(true);
   });
 
   it('handles a million-row file with half its rows deleted at scattered positions', async () => {
@@ -169,7 +159,7 @@ describe('row-level deletes in the engine', () => {
     const bitmap = new RoaringBitmap64();
     for (let p = 0; p < 1_000_000; p++) if (p % 2 === 1 || p % 7 === 0) bitmap.add(p);
     const started = Date.now();
-    const [row] = await session.all(
+    const [row] = await fx.session.all(
       `SELECT count(*)::BIGINT AS n, sum(id)::HUGEINT::VARCHAR AS s FROM (${scanRelationSql(task([{ path: big, deletes: { positions: [{ kind: 'bitmap', bitmap }] } }]))})`,
     );
     let n = 0;

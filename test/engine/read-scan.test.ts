@@ -1,28 +1,18 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { duckdbFixture } from '../duckdb-fixture.ts';
 import { parseJson } from '../../src/core/json.ts';
 import { fileUri } from '../../src/core/uri.ts';
-import { DuckDBSession } from '../../src/engine/duckdb-session.ts';
 import { copyScanTo, filesWithoutFieldIds, readScan, scanRelationSql } from '../../src/engine/read-scan.ts';
 import type { Schema } from '../../src/spec/iceberg/types.ts';
 import type { ScanTask } from '../../src/spec/scan-task.ts';
-import { tempDir } from '../helpers.ts';
 
-let session: DuckDBSession;
-let dir: { path: string; cleanup: () => void };
-beforeAll(async () => {
-  session = await DuckDBSession.open();
-  dir = tempDir();
-});
-afterAll(() => {
-  session.close();
-  dir.cleanup();
-});
+const fx = duckdbFixture();
 
 async function write(name: string, select: string, fieldIds?: string): Promise<string> {
-  const path = join(dir.path, name);
-  await session.run(`COPY (${select}) TO '${path}' (FORMAT parquet${fieldIds ? `, FIELD_IDS ${fieldIds}` : ''})`);
+  const path = join(fx.dir.path, name);
+  await fx.session.run(`COPY (${select}) TO '${path}' (FORMAT parquet${fieldIds ? `, FIELD_IDS ${fieldIds}` : ''})`);
   return path;
 }
 
@@ -62,7 +52,7 @@ describe('readScan with schema evolution', () => {
   });
 
   it('finds columns by field ID, widens types, fills missing columns and injects constants', async () => {
-    const rows = await readScan(session, task());
+    const rows = await readScan(fx.session, task());
     expect(rows).toEqual([
       { id: 1, display_name: 'ann', s: { alpha: 10, b: null }, added: 'dflt', region: 'eu', day: '2020-01-01' },
       { id: 9007199254740993n, display_name: 'bob', s: { alpha: 20, b: 'x' }, added: 'set', region: null, day: '2020-08-26' },
@@ -70,16 +60,16 @@ describe('readScan with schema evolution', () => {
   });
 
   it('keeps the logical names in SQL for other queries and applies a limit', async () => {
-    const [row] = await session.all(`SELECT count(*) AS n, max(s.alpha) AS m FROM (${scanRelationSql(task())})`);
+    const [row] = await fx.session.all(`SELECT count(*) AS n, max(s.alpha) AS m FROM (${scanRelationSql(task())})`);
     expect(row).toEqual({ n: 2n, m: 20 });
-    expect(await readScan(session, task(), { limit: 1 })).toHaveLength(1);
+    expect(await readScan(fx.session, task(), { limit: 1 })).toHaveLength(1);
   });
 
   it('falls back to physical names for files written without field IDs', async () => {
     const plain = await write('plain.parquet', `SELECT 3::BIGINT AS id, 'cy' AS name, {'a': 30} AS s`);
-    expect(await filesWithoutFieldIds(session, [v1, plain])).toEqual(new Set([plain]));
+    expect(await filesWithoutFieldIds(fx.session, [v1, plain])).toEqual(new Set([plain]));
     const t = { ...task(), files: [...task().files, { path: fileUri(plain) }] };
-    const rows = await readScan(session, t);
+    const rows = await readScan(fx.session, t);
     expect(rows[2]).toEqual({ id: 3, display_name: 'cy', s: { alpha: 30, b: null }, added: 'dflt', region: null, day: null });
   });
 
@@ -98,21 +88,21 @@ describe('readScan with schema evolution', () => {
       schema, resolution: 'name', physicalNames: new Map([[1, 'col-1'], [2, 'col-2'], [3, 'col-3'], [4, 'col-4']]),
       files: [{ path: a, constants: new Map([[4, 0]]) }, { path: b, constants: new Map([[4, null]]) }],
     };
-    expect(await readScan(session, t)).toEqual([{ n: 1, st: { v: 5 }, part: '1970-01-01' }, { n: 2, st: null, part: null }]);
+    expect(await readScan(fx.session, t)).toEqual([{ n: 1, st: { v: 5 }, part: '1970-01-01' }, { n: 2, st: null, part: null }]);
   });
 
   it('an empty task still has the schema’s columns', async () => {
     const sql = scanRelationSql({ ...task(), files: [] });
-    const cols = await session.all(`SELECT column_name, column_type FROM (DESCRIBE ${sql})`);
+    const cols = await fx.session.all(`SELECT column_name, column_type FROM (DESCRIBE ${sql})`);
     expect(cols.map((c) => c.column_name)).toEqual(current.fields.map((f) => f.name));
-    expect(await readScan(session, { ...task(), files: [] })).toEqual([]);
+    expect(await readScan(fx.session, { ...task(), files: [] })).toEqual([]);
   });
 
   it('joins constants for many files in one query', async () => {
     const files = [];
     for (let i = 0; i < 120; i++) files.push({ path: await write(`many-${i}.parquet`, `SELECT ${i}::BIGINT AS id`, '{id: 1}'), constants: new Map([[6, `r${i % 7}`]]) });
     const t: ScanTask = { schema: current, resolution: 'field-id', physicalNames, files };
-    const [row] = await session.all(`SELECT count(*) AS n, count(DISTINCT region) AS r, sum(id) AS s, bool_and(region = 'r' || (id % 7)) AS ok FROM (${scanRelationSql(t)})`);
+    const [row] = await fx.session.all(`SELECT count(*) AS n, count(DISTINCT region) AS r, sum(id) AS s, bool_and(region = 'r' || (id % 7)) AS ok FROM (${scanRelationSql(t)})`);
     expect(row).toEqual({ n: 120n, r: 7n, s: 7140n, ok: true });
   });
 });
@@ -141,7 +131,7 @@ describe('value forms', () => {
   });
 
   it('readScan returns the documented JS forms', async () => {
-    const [row] = await readScan(session, task);
+    const [row] = await readScan(fx.session, task);
     expect(row).toEqual({
       tz: '2020-01-01T10:00:00.000001Z', ntz: '1969-12-31T23:59:59.500000', dec: '12.500', bin: Uint8Array.of(0, 255),
       m: [{ key: 2, value: 'two' }, { key: 1, value: 'one' }], d: NaN, l: ['2020-02-29', null], t: '01:02:03.250000', u: 'f79c3e09-677c-4bbd-a479-3f349cb785e7',
@@ -149,14 +139,14 @@ describe('value forms', () => {
   });
 
   it('copyScanTo writes the same forms as NDJSON and CSV', async () => {
-    const json = join(dir.path, 'out.ndjson');
-    await copyScanTo(session, task, { format: 'json', path: json });
+    const json = join(fx.dir.path, 'out.ndjson');
+    await copyScanTo(fx.session, task, { format: 'json', path: json });
     const lines = readFileSync(json, 'utf8').trim().split('\n');
     expect(lines).toHaveLength(1);
     const obj = parseJson(lines[0].replace(/\bNaN\b/, 'null'));
     expect(obj).toMatchObject({ tz: '2020-01-01T10:00:00.000001Z', ntz: '1969-12-31T23:59:59.500000', dec: '12.500', bin: 'AP8=', m: [{ key: 2, value: 'two' }, { key: 1, value: 'one' }], l: ['2020-02-29', null], t: '01:02:03.250000' });
-    const csv = join(dir.path, 'out.csv');
-    await copyScanTo(session, task, { format: 'csv', path: csv });
+    const csv = join(fx.dir.path, 'out.csv');
+    await copyScanTo(fx.session, task, { format: 'csv', path: csv });
     const [header, first] = readFileSync(csv, 'utf8').trim().split('\n');
     expect(header).toBe(schema.fields.map((f) => f.name).join(','));
     expect(first.startsWith('2020-01-01T10:00:00.000001Z,1969-12-31T23:59:59.500000,12.500,AP8=,')).toBe(true);

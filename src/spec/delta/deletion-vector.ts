@@ -4,6 +4,9 @@ import { bytesToUuid, uuidToBytes } from '../iceberg/single-value.ts';
 import { RoaringBitmap64 } from '../roaring.ts';
 import type { DeletionVectorDescriptor } from './actions.ts';
 import { decodePath } from './replay.ts';
+import { crc32 } from '../../core/crc32.ts';
+
+export { crc32 };
 
 /**
  * Delta deletion vectors (PROTOCOL.md §Deletion Vectors, §Deletion Vector Format): descriptors,
@@ -69,23 +72,7 @@ export function z85Decode(text: string, length?: number): Uint8Array {
   return out.subarray(0, length);
 }
 
-// --- CRC-32 (IEEE 802.3, as zlib) ---------------------------------------------------------------
 
-let crcTable: Uint32Array | undefined;
-
-export function crc32(data: Uint8Array): number {
-  if (!crcTable) {
-    crcTable = new Uint32Array(256);
-    for (let n = 0; n < 256; n++) {
-      let c = n;
-      for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
-      crcTable[n] = c >>> 0;
-    }
-  }
-  let crc = 0xffffffff;
-  for (let i = 0; i < data.length; i++) crc = crcTable[(crc ^ data[i]!) & 0xff]! ^ (crc >>> 8);
-  return (crc ^ 0xffffffff) >>> 0;
-}
 
 // --- bytes --------------------------------------------------------------------------------------
 

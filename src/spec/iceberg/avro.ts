@@ -2,6 +2,7 @@ import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import avro from 'avsc';
 import { dataInvalid, invalidInput, TwinlakeError, unsupported } from '../../core/errors.ts';
 import { parseJson } from '../../core/json.ts';
+import { crc32 } from '../../core/crc32.ts';
 
 /**
  * Avro Object Container Files (Avro spec §Object Container Files), synchronous and bytes in/out.
@@ -269,20 +270,6 @@ export function snappyUncompress(input: Uint8Array, source = 'snappy'): Buffer {
   return out;
 }
 
-let crcTable: Uint32Array | undefined;
-function crc32(data: Uint8Array): number {
-  if (!crcTable) {
-    crcTable = new Uint32Array(256);
-    for (let n = 0; n < 256; n++) {
-      let c = n;
-      for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
-      crcTable[n] = c >>> 0;
-    }
-  }
-  let crc = 0xffffffff;
-  for (let i = 0; i < data.length; i++) crc = crcTable[(crc ^ data[i]!) & 0xff]! ^ (crc >>> 8);
-  return (crc ^ 0xffffffff) >>> 0;
-}
 
 /** Avro zig-zag varints for header and block framing (counts and sizes: safe integers). */
 class ByteSource {

@@ -2,24 +2,14 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parquetMetadata, parquetReadObjects } from 'hyparquet';
 import { compressors } from 'hyparquet-compressors';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DuckDBSession } from '../../../src/engine/duckdb-session.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { duckdbFixture } from '../../duckdb-fixture.ts';
 import { isTwinlakeError } from '../../../src/core/errors.ts';
 import type { Schema, StructType } from '../../../src/spec/iceberg/types.ts';
 import { conversionChecks, fieldIdsClause, parseCastFailure, selectList } from '../../../src/spec/parquet/field-ids.ts';
 import { structFromDescribe } from '../../../src/spec/parquet/duckdb-types.ts';
-import { tempDir } from '../../helpers.ts';
 
-let session: DuckDBSession;
-let dir: { path: string; cleanup: () => void };
-beforeAll(async () => {
-  session = await DuckDBSession.open();
-  dir = tempDir();
-});
-afterAll(() => {
-  session.close();
-  dir.cleanup();
-});
+const fx = duckdbFixture();
 
 const WEIRD = 'we ird "name".';
 const UNICODE = 'ünï cödé 𝄞';
@@ -61,16 +51,16 @@ const input = `(SELECT * FROM (VALUES
 ) AS v("id", "${WEIRD.replace(/"/g, '""')}", "s", "m", "tags", "${UNICODE}", "ts"))`;
 
 async function inputType(source: string): Promise<StructType> {
-  const rows = await session.all(`DESCRIBE SELECT * FROM ${source}`);
+  const rows = await fx.session.all(`DESCRIBE SELECT * FROM ${source}`);
   return structFromDescribe(rows.map((r) => ({ name: String(r.column_name), type: String(r.column_type) })));
 }
 
 describe('FIELD_IDS and the select list, through a real DuckDB COPY', () => {
   let file: string;
   beforeAll(async () => {
-    file = join(dir.path, 'ids.parquet');
+    file = join(fx.dir.path, 'ids.parquet');
     const select = selectList(schema, physicalNames, { alias: 'src', type: await inputType(input) });
-    await session.run(`COPY (SELECT ${select} FROM ${input} AS src) TO '${file}' (FORMAT parquet, FIELD_IDS ${fieldIdsClause(schema, physicalNames)})`);
+    await fx.session.run(`COPY (SELECT ${select} FROM ${input} AS src) TO '${file}' (FORMAT parquet, FIELD_IDS ${fieldIdsClause(schema, physicalNames)})`);
   });
 
   const expected = [
@@ -79,10 +69,10 @@ describe('FIELD_IDS and the select list, through a real DuckDB COPY', () => {
   ];
 
   it('DuckDB parquet_schema() sees an ID on every column, nested ones included', async () => {
-    const rows = await session.all(`SELECT name, field_id FROM parquet_schema('${file}') WHERE field_id IS NOT NULL`);
+    const rows = await fx.session.all(`SELECT name, field_id FROM parquet_schema('${file}') WHERE field_id IS NOT NULL`);
     expect(rows.map((r) => [r.name, Number(r.field_id)])).toEqual(expected);
     // Only the repeated groups of the 3-level list/map encoding (and the root) carry no ID.
-    const bare = await session.all(`SELECT name FROM parquet_schema('${file}') WHERE field_id IS NULL`);
+    const bare = await fx.session.all(`SELECT name FROM parquet_schema('${file}') WHERE field_id IS NULL`);
     expect(bare.map((r) => r.name).sort()).toEqual(['duckdb_schema', 'key_value', 'list', 'list'].sort());
   });
 
@@ -102,7 +92,7 @@ describe('FIELD_IDS and the select list, through a real DuckDB COPY', () => {
     expect(rows[0].tags).toEqual(['t1', 't2']);
     expect(rows[0].added_later).toBeNull();
     expect(rows[1].s_v1).toBeNull();
-    const types = await session.all(`SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM '${file}')`);
+    const types = await fx.session.all(`SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM '${file}')`);
     expect(Object.fromEntries(types.map((r) => [r.column_name, r.column_type]))).toMatchObject({
       id: 'BIGINT', [UNICODE]: 'DECIMAL(10,2)', ts: 'TIMESTAMP WITH TIME ZONE', s_v1: 'STRUCT(x_v1 INTEGER, "y.y" DOUBLE[], "inner" STRUCT(z DATE))',
       m: 'MAP(VARCHAR, STRUCT(v BIGINT))', added_later: 'VARCHAR',
@@ -133,7 +123,7 @@ describe('strict conversion of text input', () => {
   };
   const run = (row: string) => {
     const source = `(SELECT * FROM (VALUES ${row}) AS v(n, d, t, tz, l, day))`;
-    return session.all(`SELECT ${selectList(target, new Map(), { alias: 'src', type: text })} FROM ${source} AS src`);
+    return fx.session.all(`SELECT ${selectList(target, new Map(), { alias: 'src', type: text })} FROM ${source} AS src`);
   };
   const failure = async (row: string) => {
     try {
@@ -147,7 +137,7 @@ describe('strict conversion of text input', () => {
   it('converts exact values', async () => {
     const [r] = await run(`(' 42 ', '12.340', '2020-01-01T10:00:00.5', '2020-01-01T00:00:00+02:00', ['1', NULL], '2020-02-29')`);
     expect(r).toMatchObject({ n: 42n, d: 12.34, l: [1, null] });
-    const [s] = await session.all(`SELECT CAST(${`'2020-01-01T00:00:00+02:00'`}::TIMESTAMPTZ AS VARCHAR) AS v`);
+    const [s] = await fx.session.all(`SELECT CAST(${`'2020-01-01T00:00:00+02:00'`}::TIMESTAMPTZ AS VARCHAR) AS v`);
     expect(s.v).toBe('2019-12-31 22:00:00+00');
   });
 
@@ -165,7 +155,7 @@ describe('strict conversion of text input', () => {
     const source = `(SELECT * FROM (VALUES ('1', NULL, NULL, NULL, ['1'], NULL), ('2', NULL, NULL, NULL, ['1', 'x'], NULL)) AS v(n, d, t, tz, l, day))`;
     const checks = conversionChecks(target, new Map(), { alias: 'src', type: text });
     const l = checks.find((c) => c.name === 'l')!;
-    const rows = await session.all(`SELECT n FROM ${source} AS src WHERE NOT (${l.check})`);
+    const rows = await fx.session.all(`SELECT n FROM ${source} AS src WHERE NOT (${l.check})`);
     expect(rows.map((r) => r.n)).toEqual(['2']);
   });
 

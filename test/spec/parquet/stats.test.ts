@@ -1,25 +1,15 @@
 import { readFileSync } from 'node:fs';
 import { parquetReadObjects } from 'hyparquet';
 import { compressors } from 'hyparquet-compressors';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { duckdbFixture } from '../../duckdb-fixture.ts';
 import { parseJson } from '../../../src/core/json.ts';
-import { DuckDBSession } from '../../../src/engine/duckdb-session.ts';
 import { encodeParquet } from '../../../src/engine/encode.ts';
 import { compareUtf8, fromBinary, toBinary } from '../../../src/spec/iceberg/single-value.ts';
 import type { IcebergType, Schema } from '../../../src/spec/iceberg/types.ts';
 import { deltaStats, icebergMetrics, parseColumnPath, parseDuckDBStatValue, type FileStats, type IcebergMetrics } from '../../../src/spec/parquet/stats.ts';
-import { tempDir } from '../../helpers.ts';
 
-let session: DuckDBSession;
-let dir: { path: string; cleanup: () => void };
-beforeAll(async () => {
-  session = await DuckDBSession.open();
-  dir = tempDir();
-});
-afterAll(() => {
-  session.close();
-  dir.cleanup();
-});
+const fx = duckdbFixture();
 
 const list = (id: number, element: IcebergType): IcebergType => ({ type: 'list', 'element-id': id, element, 'element-required': false });
 
@@ -76,7 +66,7 @@ let metrics: IcebergMetrics;
 let rows: Record<string, unknown>[];
 
 beforeAll(async () => {
-  const files = await encodeParquet(session, { source, schema, physicalNames, outputDir: dir.path, targetFileSizeBytes: 1 << 30, filePrefix: 'stats-', rowGroupSize: 1024 });
+  const files = await encodeParquet(fx.session, { source, schema, physicalNames, outputDir: fx.dir.path, targetFileSizeBytes: 1 << 30, filePrefix: 'stats-', rowGroupSize: 1024 });
   expect(files).toHaveLength(1);
   stats = files[0];
   metrics = icebergMetrics(stats, schema);
@@ -142,9 +132,9 @@ describe('Iceberg metrics from a real DuckDB COPY', () => {
 
   it('-0.0 and +0.0 in one column: the bounds straddle both, as Iceberg orders -0.0 first', async () => {
     const zeros: Schema = { type: 'struct', 'schema-id': 0, fields: [{ id: 1, name: 'a', required: false, type: 'double' }, { id: 2, name: 'b', required: false, type: 'float' }] };
-    const [file] = await encodeParquet(session, {
+    const [file] = await encodeParquet(fx.session, {
       source: `(SELECT * FROM (VALUES (0.0::DOUBLE, (-0.0)::FLOAT), ((-0.0)::DOUBLE, 0.0::FLOAT), (NULL, NULL)) AS v(a, b))`,
-      schema: zeros, physicalNames: new Map(), outputDir: dir.path, targetFileSizeBytes: 1 << 30, filePrefix: 'zeros-',
+      schema: zeros, physicalNames: new Map(), outputDir: fx.dir.path, targetFileSizeBytes: 1 << 30, filePrefix: 'zeros-',
     });
     const m = icebergMetrics(file, zeros);
     for (const [id, type] of [[1, 'double'], [2, 'float']] as const) {
