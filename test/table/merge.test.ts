@@ -2,7 +2,8 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Lakehouse, TwinlakeError } from '../../src/index.ts';
 import { join } from 'node:path';
-import { tempDir } from '../helpers.ts';
+import { spawn } from 'node:child_process';
+import { repoRoot, tempDir } from '../helpers.ts';
 import { readWithIcebird } from '../icebird.ts';
 
 interface Row {
@@ -136,3 +137,41 @@ describe('merge (copy-on-write) against an in-memory model', () => {
     expect(d.deltaVersion).toBe(first.deltaVersion);
   });
 });
+
+describe('two merging processes on one table', () => {
+  const tmp = tempDir();
+  afterAll(() => tmp.cleanup());
+
+  it('both succeed and every key appears once, in both formats', async () => {
+    const lake = await Lakehouse.open({ warehouse: tmp.path });
+    // Both writers' keys start in the same file, so their rewrites collide and must be re-run.
+    await lake.table('mc.t').append([...Array.from({ length: 40 }, (_, i) => ({ id: i, owner: 'seed', round: -1 })), ...Array.from({ length: 40 }, (_, i) => ({ id: 1000 + i, owner: 'seed', round: -1 }))]);
+    await lake.close();
+    const [a, b] = await Promise.all([worker(['merge-worker.ts', tmp.path, 'mc.t', 'A', '6']), worker(['merge-worker.ts', tmp.path, 'mc.t', 'B', '6'])]);
+    expect(a.code, a.stderr).toBe(0);
+    expect(b.code, b.stderr).toBe(0);
+    const check = await Lakehouse.open({ warehouse: tmp.path });
+    try {
+      for (const format of ['iceberg', 'delta'] as const) {
+        const rows = await check.table('mc.t').read({ format });
+        const ids = rows.map((r) => Number(r.id)).sort((x, y) => x - y);
+        expect(ids).toEqual([...Array.from({ length: 40 }, (_, i) => i), ...Array.from({ length: 40 }, (_, i) => 1000 + i)]);
+        // The last round of each writer covers 20 of its keys.
+        expect(rows.filter((r) => r.owner === 'A' && Number(r.round) === 5)).toHaveLength(20);
+        expect(rows.filter((r) => r.owner === 'B' && Number(r.round) === 5)).toHaveLength(20);
+      }
+    } finally {
+      await check.close();
+    }
+  });
+});
+
+function worker(args: string[]): Promise<{ code: number; stderr: string }> {
+  const [script, ...rest] = args;
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', join(repoRoot, 'test/workers', script!), ...rest], { cwd: repoRoot });
+    let stderr = '';
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('close', (code) => resolve({ code: code ?? -1, stderr }));
+  });
+}
