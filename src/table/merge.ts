@@ -56,6 +56,13 @@ export interface MergeResult extends WriteResult {
 
 const FILE = '__tl_file';
 
+/** A merge or delete whose files were rewritten underneath it runs again on the new snapshot. */
+const MAX_RERUNS = 25;
+
+function jitter(attempt: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, Math.random() * 25 * Math.min(attempt, 8)));
+}
+
 export async function mergeTable(ctx: TableContext, input: WriteInput, opts: MergeOptions): Promise<MergeResult> {
   if (opts.keys.length === 0) throw invalidInput('merge: give at least one key column');
   const prepared = await prepareInput(input);
@@ -75,7 +82,8 @@ export async function mergeTable(ctx: TableContext, input: WriteInput, opts: Mer
     checkKeys(opts.keys, incoming, 'the input');
     if (loaded) checkKeys(opts.keys, currentSchema(loaded.metadata), `table ${identString(ctx.ident)}`);
 
-    for (let attempt = 0; attempt < 5; attempt++) {
+    for (let attempt = 0; attempt < MAX_RERUNS; attempt++) {
+      if (attempt > 0) await jitter(attempt);
       const plan = planSchema(ctx, loaded?.metadata, incoming, opts);
       requireSameNames(plan);
       // The batch, converted strictly to the table's types, staged as Parquet outside the table.
@@ -128,7 +136,8 @@ export async function deleteRows(ctx: TableContext, where: string): Promise<Merg
   };
   let loaded: LoadTableResult = await ctx.catalog.loadTable(ctx.ident);
   await repairDelta(ctx, loaded.metadata, warn);
-  for (let attempt = 0; attempt < 5; attempt++) {
+  for (let attempt = 0; attempt < MAX_RERUNS; attempt++) {
+    if (attempt > 0) await jitter(attempt);
     const metadata = loaded.metadata;
     const schema = currentSchema(metadata);
     const plan = planSchema(ctx, metadata, schema, {});
