@@ -15,18 +15,10 @@ import { bindFilter, emptyExplain } from './scan-filter.ts';
 import type { TableContext } from './table-context.ts';
 import { identString } from './table-context.ts';
 import { tableFormats } from './table-properties.ts';
-import {
-  checkpointIfDue,
-  commitChange,
-  commitDelta,
-  planSchema,
-  repairDelta,
-  tryLoad,
-  type CommitOutcome,
-  type SchemaPlan,
-  type WriteOptions,
-  type WriteResult,
-} from './writer.ts';
+import { commitChange, type CommitOutcome } from './commit.ts';
+import { checkpointIfDue, commitDelta, repairDelta } from './delta-sync.ts';
+import { planSchema, type SchemaPlan } from './schema-plan.ts';
+import { tryLoad, type WriteOptions, type WriteResult } from './writer.ts';
 import type { LoadTableResult } from '../catalog/catalog.ts';
 
 /**

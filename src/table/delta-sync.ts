@@ -1,0 +1,43 @@
+import { errorMessage } from '../core/errors.ts';
+import type { TableMetadata } from '../spec/iceberg/types.ts';
+import { writeDeltaCheckpointIfDue } from './delta-checkpoint.ts';
+import { catchUpDelta, checkpointInterval } from './delta-projection.ts';
+import type { TableContext } from './table-context.ts';
+import { identString } from './table-context.ts';
+import { tableFormats } from './table-properties.ts';
+
+/** The Delta half of a commit: the missing versions written after Iceberg committed. */
+
+/**
+ * Delta after a committed Iceberg snapshot: try, retry once, then warn (never fail the write).
+ * Returns the versions this call wrote, or undefined when Delta is left behind.
+ */
+export async function commitDelta(ctx: TableContext, metadata: TableMetadata, warn: (m: string) => void): Promise<number[] | undefined> {
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      return (await catchUpDelta(ctx.io, metadata)).written;
+    } catch (e) {
+      if (attempt === 1) {
+        warn(`delta: commit for ${identString(ctx.ident)} failed after the iceberg commit (${errorMessage(e)}); the next write will repair it`);
+      }
+    }
+  }
+  return undefined;
+}
+
+/** One checkpoint at the newest due version among those just written covers them all. */
+export async function checkpointIfDue(ctx: TableContext, metadata: TableMetadata, versions: number[], warn: (m: string) => void): Promise<void> {
+  const due = versions.filter((v) => v > 0 && v % checkpointInterval(metadata) === 0);
+  if (due.length > 0) await writeDeltaCheckpointIfDue(ctx, metadata, Math.max(...due), warn);
+}
+
+/** Open-for-write catches Delta up with Iceberg (DESIGN.md §1). Failures only warn. */
+export async function repairDelta(ctx: TableContext, metadata: TableMetadata, warn: (m: string) => void): Promise<void> {
+  if (!tableFormats(metadata.properties).includes('delta')) return;
+  try {
+    const { written } = await catchUpDelta(ctx.io, metadata);
+    await checkpointIfDue(ctx, metadata, written, warn);
+  } catch (e) {
+    warn(`delta: could not catch up ${identString(ctx.ident)} with iceberg (${errorMessage(e)})`);
+  }
+}
