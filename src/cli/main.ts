@@ -7,6 +7,12 @@ import { registerCommands } from './commands.ts';
  * The `twinlake` command. Thin: parse arguments, call the library, format the result. Exit 0 on
  * success; on failure one line on stderr and a non-zero exit.
  */
+// `twinlake read ... | head` closes the pipe early: that is the reader's choice, not a failure.
+process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+  if (e.code === 'EPIPE') process.exit(0);
+  throw e;
+});
+
 const program = new Command();
 program
   .name('twinlake')
