@@ -121,7 +121,7 @@ async function commitBench(): Promise<void> {
     const last = xs.slice(-10);
     const ratio = stat(last) / Math.max(stat(first), 1e-9);
     const verdict = goal === undefined ? '' : `   goal ≤ ${goal}x ${ratio <= goal ? 'MET' : 'NOT MET'}`;
-    const cell = (w: number[]) => `${median(w).toFixed(1).padStart(6)} (${mean(w).toFixed(1).padStart(5)})`;
+    const cell = (w: number[]) => (stat === mean ? `${mean(w).toFixed(1).padStart(14)}` : `${median(w).toFixed(1).padStart(6)} (${mean(w).toFixed(1).padStart(5)})`);
     console.log(`  ${label.padEnd(44)} ${cell(first)} ms  ${cell(last)} ms   ${ratio.toFixed(2)}x${verdict}`);
   };
   console.log(`commit latency over ${commits} appends of 10 rows, median (mean)   commits 1-10       ${commits - 9}-${commits}`);
