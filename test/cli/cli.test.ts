@@ -1,5 +1,6 @@
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseJson } from '../../src/core/json.ts';
 import { cli, hasTestdata, tempDir, testdata } from '../helpers.ts';
@@ -130,5 +131,42 @@ describe('twinlake merge and delete', () => {
     const bad = cli(['--warehouse', wh, 'write', 'm.t', '--input', b, '--mode', 'merge']);
     expect(bad.code).not.toBe(0);
     expect(bad.stderr).toMatch(/--key/);
+  });
+});
+
+describe('twinlake write inputs', () => {
+  const tmp = tempDir();
+  const wh = join(tmp.path, 'wh');
+  afterAll(() => tmp.cleanup());
+
+  it('reads NDJSON from standard input, a JSON array, CSV with a header and Parquet', async () => {
+    const rows = [{ id: 1, name: 'a', amount: 1.5 }, { id: 2, name: 'b', amount: 2.5 }];
+    const viaStdin = cli(['--warehouse', wh, 'write', 'in.t', '--input', '-', '--input-format', 'ndjson'], { input: rows.map((r) => JSON.stringify(r)).join('\n') + '\n' });
+    expect(viaStdin.code, viaStdin.stderr).toBe(0);
+    const json = join(tmp.path, 'rows.json');
+    writeFileSync(json, JSON.stringify([{ id: 3, name: 'c', amount: 3.5 }]));
+    expect(cli(['--warehouse', wh, 'write', 'in.t', '--input', json]).code).toBe(0);
+    const csv = join(tmp.path, 'rows.csv');
+    writeFileSync(csv, 'id,name,amount\n4,d,4.5\n5,"e, with comma",5.5\n');
+    const c = cli(['--warehouse', wh, 'write', 'in.t', '--input', csv]);
+    expect(c.code, c.stderr).toBe(0);
+    // A Parquet file written by DuckDB, outside Twinlake.
+    const parquet = join(tmp.path, 'rows.parquet');
+    const db = await DuckDBInstance.create(':memory:');
+    const conn = await db.connect();
+    await conn.run(`COPY (SELECT 6::BIGINT AS id, 'f' AS name, 6.5::DOUBLE AS amount) TO '${parquet}' (FORMAT parquet)`);
+    conn.closeSync();
+    const p = cli(['--warehouse', wh, 'write', 'in.t', '--input', parquet]);
+    expect(p.code, p.stderr).toBe(0);
+    const out = cli(['--warehouse', wh, 'read', 'in.t', '--format', 'delta', '--output', 'ndjson']);
+    const got = out.stdout.trim().split('\n').map((l) => JSON.parse(l)).sort((x, y) => x.id - y.id);
+    expect(got.map((r) => [r.id, r.name, r.amount])).toEqual([
+      [1, 'a', 1.5],
+      [2, 'b', 2.5],
+      [3, 'c', 3.5],
+      [4, 'd', 4.5],
+      [5, 'e, with comma', 5.5],
+      [6, 'f', 6.5],
+    ]);
   });
 });
