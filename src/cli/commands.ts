@@ -221,6 +221,16 @@ export function registerCommands(program: Command): void {
       });
     });
 
+  command('sync')
+    .description('write the Delta versions missing after a failed Delta commit (writes do this too)')
+    .argument('<table>', 'namespace.table')
+    .action(async (table: string, _o: unknown, cmd: Command) => {
+      await using(cmd, async (lake) => {
+        const r = await lake.table(table).syncDelta();
+        out(r.written.length ? `wrote delta version(s) ${r.written.join(', ')}; delta is at version ${r.version}` : `delta is up to date at version ${r.version}`);
+      });
+    });
+
   command('history')
     .description('snapshots of a table with their Delta versions, newest first')
     .argument('<table>', 'namespace.table')

@@ -1,4 +1,4 @@
-import { errorMessage } from '../core/errors.ts';
+import { errorMessage, invalidInput } from '../core/errors.ts';
 import type { TableMetadata } from '../spec/iceberg/types.ts';
 import { writeDeltaCheckpointIfDue } from './delta-checkpoint.ts';
 import { catchUpDelta, checkpointInterval } from './delta-projection.ts';
@@ -40,4 +40,18 @@ export async function repairDelta(ctx: TableContext, metadata: TableMetadata, wa
   } catch (e) {
     warn(`delta: could not catch up ${identString(ctx.ident)} with iceberg (${errorMessage(e)})`);
   }
+}
+
+/**
+ * Catches the Delta log up with Iceberg without writing data (the maintenance path of
+ * DESIGN.md §1): the versions written, and the version that now mirrors the current snapshot.
+ * Unlike the write path, a failure here is an error: syncing is what the caller asked for.
+ */
+export async function syncDelta(ctx: TableContext, metadata: TableMetadata, warn: (m: string) => void): Promise<{ version: number; written: number[] }> {
+  if (!tableFormats(metadata.properties).includes('delta')) {
+    throw invalidInput(`table ${identString(ctx.ident)} keeps only the Iceberg format; there is no Delta log to sync`);
+  }
+  const result = await catchUpDelta(ctx.io, metadata);
+  await checkpointIfDue(ctx, metadata, result.written, warn);
+  return result;
 }

@@ -2,6 +2,7 @@ import { invalidInput, unsupported } from '../core/errors.ts';
 import { parseStats } from '../spec/delta/stats.ts';
 import { deltaHistory, deltaScanTask, readDeltaSnapshot } from './delta-log.ts';
 import { writeDeltaOnly } from './delta-writer.ts';
+import { syncDelta } from './delta-sync.ts';
 import { deleteRows, mergeTable, type MergeOptions, type MergeResult } from './merge.ts';
 import type { Schema, StructType, TableMetadata } from '../spec/iceberg/types.ts';
 import { ancestors, currentSchema, currentSnapshot, specById } from '../spec/iceberg/table-metadata.ts';
@@ -111,6 +112,14 @@ export class Table {
   delete(where: string): Promise<MergeResult> {
     if (this.deltaOnlyLocation()) throw unsupported(`table ${this.name}: deleting from a Delta-only table is not supported`);
     return deleteRows(this.ctx, where);
+  }
+
+  /**
+   * Writes the Delta versions that Iceberg snapshots are still missing (after a Delta commit that
+   * failed); writes do this too, before they write.
+   */
+  async syncDelta(): Promise<{ version: number; written: number[] }> {
+    return syncDelta(this.ctx, await this.metadata(), this.ctx.warn);
   }
 
   /** Creates the table without data (schema in Iceberg JSON form); Delta version 0 records it. */

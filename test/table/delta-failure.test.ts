@@ -9,20 +9,26 @@ describe('Delta commit failure after the Iceberg commit', () => {
   const tmp = tempDir();
   afterAll(() => tmp.cleanup());
 
-  it('the write succeeds with a warning; the next write repairs Delta; both formats agree', async () => {
-    let failDelta = false;
+  /** Local storage whose Delta log writes fail while `failing()` says so. */
+  function faultyIO(failing: () => boolean): { io: FileIO; stores: Map<string, FaultyStore> } {
     const stores = new Map<string, FaultyStore>();
     const io = new FileIO((uri) => {
       const { store, key } = storeForLocation(uri);
       let faulty = stores.get(store.root);
       if (!faulty) {
         const f = new FaultyStore(store);
-        f.failWhen = (call, path) => failDelta && (call === 'putIfAbsent' || call === 'put') && `${f.root}/${path}`.includes('/_delta_log/');
+        f.failWhen = (call, path) => failing() && (call === 'putIfAbsent' || call === 'put') && `${f.root}/${path}`.includes('/_delta_log/');
         faulty = f;
         stores.set(store.root, faulty);
       }
       return { store: faulty, key };
     });
+    return { io, stores };
+  }
+
+  it('the write succeeds with a warning; the next write repairs Delta; both formats agree', async () => {
+    let failDelta = false;
+    const { io, stores } = faultyIO(() => failDelta);
     const warnings: string[] = [];
     const lake = await Lakehouse.open({ warehouse: tmp.path, io, onWarning: (m) => warnings.push(m) });
     try {
@@ -48,6 +54,26 @@ describe('Delta commit failure after the Iceberg commit', () => {
       expect(ids(await t.read({ format: 'delta' }))).toEqual([1, 2, 3, 4]);
       expect(ids(await t.read())).toEqual([1, 2, 3, 4]);
       expect(ids(await t.read({ format: 'delta', version: broken.deltaVersion }))).toEqual([1, 2, 3]);
+    } finally {
+      await lake.close();
+    }
+  });
+
+  it('sync writes the missing Delta version without writing data', async () => {
+    let failDelta = false;
+    const { io } = faultyIO(() => failDelta);
+    const lake = await Lakehouse.open({ warehouse: tmp.path, io, onWarning: () => {} });
+    try {
+      const t = lake.table('faults.synced');
+      await t.append([{ id: 1 }]);
+      failDelta = true;
+      const broken = await t.append([{ id: 2 }]);
+      failDelta = false;
+      expect(broken.deltaCommitted).toBe(false);
+      expect(await t.read({ format: 'delta' })).toHaveLength(1);
+      expect(await t.syncDelta()).toEqual({ version: broken.deltaVersion, written: [broken.deltaVersion] });
+      expect((await t.syncDelta()).written).toEqual([]);
+      expect(await t.read({ format: 'delta' })).toHaveLength(2);
     } finally {
       await lake.close();
     }
