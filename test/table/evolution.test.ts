@@ -1,22 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Lakehouse, TwinlakeError } from '../../src/index.ts';
-import { tempDir } from '../helpers.ts';
+import { describe, expect, it } from 'vitest';
+import { TwinlakeError } from '../../src/index.ts';
+import { lakehouseFixture } from '../lakehouse-fixture.ts';
 
 const byId = (rows: Record<string, unknown>[]) => [...rows].sort((a, b) => Number(a.id) - Number(b.id));
 
 describe('schema evolution', () => {
-  const tmp = tempDir();
-  let lake: Lakehouse;
-  beforeAll(async () => {
-    lake = await Lakehouse.open({ warehouse: tmp.path });
-  });
-  afterAll(async () => {
-    await lake.close();
-    tmp.cleanup();
-  });
+  const fx = lakehouseFixture();
 
   it('adds a column with a new field ID in both formats; old rows read as null', async () => {
-    const t = lake.table('evo.add');
+    const t = fx.lake.table('evo.add');
     const first = await t.append([{ id: 1, name: 'a' }]);
     const second = await t.append([{ id: 2, name: 'b', score: 9.5 }]);
     const schema = await t.schema();
@@ -41,7 +33,7 @@ describe('schema evolution', () => {
   });
 
   it('widens int to long and keeps reading the old files', async () => {
-    const t = lake.table('evo.widen');
+    const t = fx.lake.table('evo.widen');
     const intSchema = { type: 'struct' as const, fields: [{ id: 0, name: 'id', required: false, type: 'int' }, { id: 0, name: 'n', required: false, type: 'int' }] };
     const first = await t.append([{ id: 1, n: 7 }], { schema: intSchema });
     expect((await t.schema()).fields.map((f) => f.type)).toEqual(['int', 'int']);
@@ -59,7 +51,7 @@ describe('schema evolution', () => {
   });
 
   it('writes a missing optional column as null', async () => {
-    const t = lake.table('evo.missing');
+    const t = fx.lake.table('evo.missing');
     await t.append([{ id: 1, a: 'x', b: 'y' }]);
     await t.append([{ id: 2, a: 'z' }]);
     const rows = byId(await t.read({ format: 'delta' }));
@@ -67,7 +59,7 @@ describe('schema evolution', () => {
   });
 
   it('refuses an incompatible type and commits nothing', async () => {
-    const t = lake.table('evo.incompatible');
+    const t = fx.lake.table('evo.incompatible');
     const r = await t.append([{ id: 1, tag: 'x' }]);
     const err = await t.append([{ id: 2, tag: { nested: true } }]).catch((e) => e);
     expect(err).toBeInstanceOf(TwinlakeError);
@@ -79,7 +71,7 @@ describe('schema evolution', () => {
   });
 
   it('with evolution off, any difference is an error', async () => {
-    const t = lake.table('evo.strict');
+    const t = fx.lake.table('evo.strict');
     await t.append([{ id: 1 }], { properties: { 'twinlake.schema-evolution.enabled': 'false' } });
     const err = await t.append([{ id: 2, extra: 'x' }]).catch((e) => e);
     expect(err).toBeInstanceOf(TwinlakeError);

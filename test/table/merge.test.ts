@@ -1,9 +1,10 @@
 import { DuckDBInstance } from '@duckdb/node-api';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { Lakehouse, TwinlakeError } from '../../src/index.ts';
 import { join } from 'node:path';
 import { spawn } from 'node:child_process';
 import { repoRoot, tempDir } from '../helpers.ts';
+import { lakehouseFixture } from '../lakehouse-fixture.ts';
 import { readWithIcebird } from '../icebird.ts';
 
 interface Row {
@@ -36,20 +37,12 @@ async function duckdbOverFiles(dir: string, liveFiles: string[]): Promise<Record
 }
 
 describe('merge (copy-on-write) against an in-memory model', () => {
-  const tmp = tempDir();
-  let lake: Lakehouse;
-  beforeAll(async () => {
-    lake = await Lakehouse.open({ warehouse: tmp.path });
-  });
-  afterAll(async () => {
-    await lake.close();
-    tmp.cleanup();
-  });
+  const fx = lakehouseFixture();
 
   for (const partition of [undefined, 'grp, bucket(4, id)']) {
     it(`20 random rounds of inserts, updates, deletes and duplicate keys${partition ? ` (partitioned by ${partition})` : ''}`, async () => {
       const name = partition ? 'm.partitioned' : 'm.plain';
-      const t = lake.table(name);
+      const t = fx.lake.table(name);
       const rand = rng(partition ? 7 : 3);
       const model = new Map<number, Row>();
       for (let round = 0; round < 20; round++) {
@@ -78,18 +71,18 @@ describe('merge (copy-on-write) against an in-memory model', () => {
         expect(canon(viaDelta), `round ${round} delta`).toEqual(expected);
         const plan = await t.plan();
         const files = plan.task.files.map((f) => f.path.replace(/^file:\/\//, ''));
-        expect(canon(await duckdbOverFiles(tmp.path, files)), `round ${round} duckdb`).toEqual(expected);
+        expect(canon(await duckdbOverFiles(fx.warehouse, files)), `round ${round} duckdb`).toEqual(expected);
       }
       const h = await t.history();
       expect(h.some((e) => e.operation === 'overwrite')).toBe(true);
       // An Iceberg reader that shares no code with ours sees the same rows.
-      const viaIcebird = await readWithIcebird(join(tmp.path, ...name.split('.')));
+      const viaIcebird = await readWithIcebird(join(fx.warehouse, ...name.split('.')));
       expect(canon(viaIcebird)).toEqual(canon([...model.values()] as unknown as Record<string, unknown>[]));
     });
   }
 
   it('uses the greatest --order-by value within a batch, and rewrites only files holding a key', async () => {
-    const t = lake.table('m.ordered');
+    const t = fx.lake.table('m.ordered');
     await t.append(Array.from({ length: 100 }, (_, i) => ({ id: i, grp: `g${i % 10}`, v: 0, note: 'x' })), { partition: 'grp' });
     const r = await t.merge(
       [
@@ -108,7 +101,7 @@ describe('merge (copy-on-write) against an in-memory model', () => {
   });
 
   it('deletes by predicate in both formats, rewriting only files with matching rows', async () => {
-    const t = lake.table('m.del');
+    const t = fx.lake.table('m.del');
     await t.append(Array.from({ length: 60 }, (_, i) => ({ id: i, grp: ['a', 'b', 'c'][i % 3], v: i })), { partition: 'grp' });
     const r = await t.delete("grp = 'b' AND v > 30");
     expect(r.deleted).toBe(10);
@@ -120,7 +113,7 @@ describe('merge (copy-on-write) against an in-memory model', () => {
   });
 
   it('refuses bad keys and commits nothing', async () => {
-    const t = lake.table('m.bad');
+    const t = fx.lake.table('m.bad');
     const first = await t.append([{ id: 1, s: { a: 1 }, v: 1 }]);
     const cases: [Record<string, unknown>[], string[], RegExp][] = [
       [[{ id: 2, v: 1 }], ['nope'], /key column nope is missing/],

@@ -1,30 +1,22 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Lakehouse, TwinlakeError } from '../../src/index.ts';
-import { tempDir } from '../helpers.ts';
+import { describe, expect, it } from 'vitest';
+import { TwinlakeError } from '../../src/index.ts';
+import { lakehouseFixture } from '../lakehouse-fixture.ts';
 
 const ids = (rows: Record<string, unknown>[]) => rows.map((r) => Number(r.id)).sort((a, b) => a - b);
 
 describe('tables that keep one format', () => {
-  const tmp = tempDir();
-  let lake: Lakehouse;
-  beforeAll(async () => {
-    lake = await Lakehouse.open({ warehouse: tmp.path });
-  });
-  afterAll(async () => {
-    await lake.close();
-    tmp.cleanup();
-  });
+  const fx = lakehouseFixture();
 
   it('a Delta-only table has no Iceberg metadata and the Delta log is the truth', async () => {
-    const t = lake.table('one.delta_only');
+    const t = fx.lake.table('one.delta_only');
     const first = await t.append([{ id: 1, name: 'a' }], { formats: ['delta'] });
     expect(first.snapshotId).toBeUndefined();
     expect(first.deltaVersion).toBe(0);
     const second = await t.append([{ id: 2, name: 'b', extra: 1.5 }]);
     expect(second.deltaVersion).toBe(1);
-    const dir = join(tmp.path, 'one', 'delta_only');
+    const dir = join(fx.warehouse, 'one', 'delta_only');
     expect(existsSync(join(dir, 'metadata'))).toBe(false);
     expect(readdirSync(join(dir, '_delta_log')).filter((f) => f.endsWith('.json'))).toHaveLength(2);
 
@@ -32,7 +24,7 @@ describe('tables that keep one format', () => {
     expect(ids(rows)).toEqual([1, 2]);
     expect(rows.find((r) => Number(r.id) === 1)!.extra).toBeNull();
     expect(ids(await t.read({ version: 0 }))).toEqual([1]);
-    expect(ids(await lake.readPath(dir))).toEqual([1, 2]);
+    expect(ids(await fx.lake.readPath(dir))).toEqual([1, 2]);
     await expect(t.read({ format: 'iceberg' })).rejects.toThrow(/only the Delta format/);
 
     const over = await t.overwrite([{ id: 3, name: 'c' }]);
@@ -47,23 +39,23 @@ describe('tables that keep one format', () => {
     expect(d.schema.fields.map((f) => [f.id, f.name])).toEqual([[1, 'id'], [2, 'name'], [3, 'extra']]);
     const h = await t.history();
     expect(h.map((e) => e.deltaVersion)).toEqual([2, 1, 0]);
-    expect(await lake.listTables()).toContain('one.delta_only');
+    expect(await fx.lake.listTables()).toContain('one.delta_only');
   });
 
   it('a Delta-only table checkpoints every 10 versions', async () => {
-    const t = lake.table('one.delta_cp');
+    const t = fx.lake.table('one.delta_cp');
     for (let i = 0; i < 11; i++) await t.append([{ id: i }], { formats: ['delta'] });
-    const log = join(tmp.path, 'one', 'delta_cp', '_delta_log');
+    const log = join(fx.warehouse, 'one', 'delta_cp', '_delta_log');
     expect(existsSync(join(log, `${String(10).padStart(20, '0')}.checkpoint.parquet`))).toBe(true);
     expect(ids(await t.read())).toEqual(Array.from({ length: 11 }, (_, i) => i));
   });
 
   it('an Iceberg-only table writes no Delta log', async () => {
-    const t = lake.table('one.iceberg_only');
+    const t = fx.lake.table('one.iceberg_only');
     const r = await t.append([{ id: 1 }], { formats: ['iceberg'] });
     expect(r.deltaVersion).toBeUndefined();
     await t.append([{ id: 2 }]);
-    expect(existsSync(join(tmp.path, 'one', 'iceberg_only', '_delta_log'))).toBe(false);
+    expect(existsSync(join(fx.warehouse, 'one', 'iceberg_only', '_delta_log'))).toBe(false);
     expect(ids(await t.read())).toEqual([1, 2]);
     const err = await t.read({ format: 'delta' }).catch((e) => e);
     expect(err).toBeInstanceOf(TwinlakeError);
