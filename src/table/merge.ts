@@ -59,11 +59,8 @@ export async function mergeTable(ctx: TableContext, input: WriteInput, opts: Mer
   if (opts.keys.length === 0) throw invalidInput('merge: give at least one key column');
   const prepared = await prepareInput(input);
   const staging = await mkdtemp(join(tmpdir(), 'twinlake-merge-'));
-  const warnings: string[] = [];
-  const warn = (m: string) => {
-    warnings.push(m);
-    ctx.warn(m);
-  };
+  const log = warningLog(ctx);
+  const warn = log.warn;
   try {
     const session = await ctx.session();
     if (await isBlank(prepared)) throw invalidInput(`input ${prepared.displayName}: no records; nothing was merged`);
@@ -92,25 +89,12 @@ export async function mergeTable(ctx: TableContext, input: WriteInput, opts: Mer
         : undefined;
       const inserts = `SELECT * EXCLUDE (__tl_delete) FROM __tl_batch WHERE NOT __tl_delete`;
       const sql = keep ? `${keep} UNION ALL BY NAME ${inserts}` : inserts;
-      const written = await encodeFrom(ctx, plan, { sql, displayName: 'merge' });
-      const removeFiles = new Set(touched.map((f) => f['file-path']));
-      const outcome: CommitOutcome = await commitChange(ctx, plan, written, { operation: removeFiles.size ? 'overwrite' : 'append', added: written.dataFiles, replaceAll: false, removeFiles }, loaded, opts).catch(async (e) => {
-        await deleteFiles(ctx, written.files);
-        throw e;
-      });
-      if (outcome.status === 'schema-moved') {
-        await deleteFiles(ctx, written.files);
-        loaded = outcome.loaded;
+      const done = await rewrite(ctx, plan, loaded, touched, { sql, displayName: 'merge' }, opts, log);
+      if (done.status === 'rerun') {
+        loaded = done.loaded;
         continue;
       }
-      return {
-        ...(await finish(ctx, outcome.metadata, outcome.snapshot, outcome.created, written, warn, warnings)),
-        inserted: counts.inserted,
-        updated: counts.updated,
-        deleted: counts.deleted,
-        rewrittenFiles: touched.length,
-        rewrittenBytes: touched.reduce((a, f) => a + f['file-size-in-bytes'], 0),
-      };
+      return { ...done.result, inserted: counts.inserted, updated: counts.updated, deleted: counts.deleted };
     }
     throw new TwinlakeError('commit-conflict', `merge ${identString(ctx.ident)}: concurrent commits kept rewriting the same files`);
   } finally {
@@ -121,11 +105,8 @@ export async function mergeTable(ctx: TableContext, input: WriteInput, opts: Mer
 
 /** Deletes the rows matching `where`; files without a matching row are left alone. */
 export async function deleteRows(ctx: TableContext, where: string): Promise<MergeResult> {
-  const warnings: string[] = [];
-  const warn = (m: string) => {
-    warnings.push(m);
-    ctx.warn(m);
-  };
+  const log = warningLog(ctx);
+  const warn = log.warn;
   let loaded: LoadTableResult = await ctx.catalog.loadTable(ctx.ident);
   await repairDelta(ctx, loaded.metadata, warn);
   for (let attempt = 0; attempt < MAX_RERUNS; attempt++) {
@@ -141,29 +122,16 @@ export async function deleteRows(ctx: TableContext, where: string): Promise<Merg
     const session = await ctx.session();
     const touched = data.length ? await filesWhere(ctx, data, filter.sql) : [];
     if (touched.length === 0) {
-      return { table: identString(ctx.ident), created: false, mode: 'append', snapshotId: snapshot['snapshot-id'], deltaCommitted: true, files: 0, rows: 0, bytes: 0, warnings, timings: zeroTimings(), inserted: 0, updated: 0, deleted: 0, rewrittenFiles: 0, rewrittenBytes: 0 };
+      return { table: identString(ctx.ident), created: false, mode: 'append', snapshotId: snapshot['snapshot-id'], deltaCommitted: true, files: 0, rows: 0, bytes: 0, warnings: log.warnings, timings: zeroTimings(), inserted: 0, updated: 0, deleted: 0, rewrittenFiles: 0, rewrittenBytes: 0 };
     }
     const deletedRows = Number((await session.all(`SELECT count(*) AS n FROM ${readFiles(ctx, touched)} AS t WHERE (${filter.sql})`))[0]!.n);
     const sql = `SELECT * EXCLUDE (${quoteIdent(FILE)}) FROM ${readFiles(ctx, touched)} AS t WHERE (${filter.sql}) IS NOT TRUE`;
-    const written = await encodeFrom(ctx, plan, { sql, displayName: 'delete' });
-    const removeFiles = new Set(touched.map((f) => f['file-path']));
-    const outcome: CommitOutcome = await commitChange(ctx, plan, written, { operation: written.dataFiles.length ? 'overwrite' : 'delete', added: written.dataFiles, replaceAll: false, removeFiles }, loaded, {}).catch(async (e) => {
-      await deleteFiles(ctx, written.files);
-      throw e;
-    });
-    if (outcome.status === 'schema-moved') {
-      await deleteFiles(ctx, written.files);
-      loaded = outcome.loaded;
+    const done = await rewrite(ctx, plan, loaded, touched, { sql, displayName: 'delete' }, {}, log);
+    if (done.status === 'rerun') {
+      loaded = done.loaded;
       continue;
     }
-    return {
-      ...(await finish(ctx, outcome.metadata, outcome.snapshot, false, written, warn, warnings)),
-      inserted: 0,
-      updated: 0,
-      deleted: deletedRows,
-      rewrittenFiles: touched.length,
-      rewrittenBytes: touched.reduce((a, f) => a + f['file-size-in-bytes'], 0),
-    };
+    return { ...done.result, inserted: 0, updated: 0, deleted: deletedRows };
   }
   throw new TwinlakeError('commit-conflict', `delete ${identString(ctx.ident)}: concurrent commits kept rewriting the same files`);
 }
@@ -172,35 +140,73 @@ function zeroTimings() {
   return { encodeMs: 0, icebergCommitMs: 0, deltaCommitMs: 0, checkpointMs: 0 };
 }
 
-async function finish(
+interface WarningLog {
+  warnings: string[];
+  warn: (message: string) => void;
+}
+
+/** Warnings go to the context's sink and into the result. */
+function warningLog(ctx: TableContext): WarningLog {
+  const warnings: string[] = [];
+  return { warnings, warn: (m) => (warnings.push(m), ctx.warn(m)) };
+}
+
+type Rewritten = { status: 'rerun'; loaded: LoadTableResult } | { status: 'done'; result: Omit<MergeResult, 'inserted' | 'updated' | 'deleted'> };
+
+/**
+ * Writes the rows to keep (`sql`) as new files and commits them in place of `touched`, then the
+ * Delta version. 'rerun' when a concurrent commit rewrote one of `touched` first: the caller plans
+ * again on the metadata returned.
+ */
+async function rewrite(
   ctx: TableContext,
-  metadata: TableMetadata,
-  snapshot: NonNullable<ReturnType<typeof currentSnapshot>>,
-  created: boolean,
-  written: EncodedFiles,
-  warn: (m: string) => void,
-  warnings: string[],
-): Promise<WriteResult> {
+  plan: SchemaPlan,
+  loaded: LoadTableResult | undefined,
+  touched: DataFile[],
+  what: { sql: string; displayName: string },
+  opts: WriteOptions,
+  log: WarningLog,
+): Promise<Rewritten> {
+  const written = await encodeFrom(ctx, plan, { sql: what.sql, displayName: what.displayName });
+  const removeFiles = new Set(touched.map((f) => f['file-path']));
+  const operation = removeFiles.size === 0 ? 'append' : written.dataFiles.length ? 'overwrite' : 'delete';
+  let outcome: CommitOutcome;
+  try {
+    outcome = await commitChange(ctx, plan, written, { operation, added: written.dataFiles, replaceAll: false, removeFiles }, loaded, opts);
+  } catch (e) {
+    await deleteFiles(ctx, written.files);
+    throw e;
+  }
+  if (outcome.status === 'schema-moved') {
+    await deleteFiles(ctx, written.files);
+    return { status: 'rerun', loaded: outcome.loaded };
+  }
+  const { metadata, snapshot } = outcome;
   let deltaVersion: number | undefined;
   let deltaCommitted = false;
   if (tableFormats(metadata.properties).includes('delta')) {
     deltaVersion = Number(snapshot.summary['delta-version']);
-    const versions = await commitDelta(ctx, metadata, warn);
+    const versions = await commitDelta(ctx, metadata, log.warn);
     deltaCommitted = versions !== undefined;
-    if (versions) await checkpointIfDue(ctx, metadata, versions, warn);
+    if (versions) await checkpointIfDue(ctx, metadata, versions, log.warn);
   }
   return {
-    table: identString(ctx.ident),
-    created,
-    mode: 'append',
-    snapshotId: snapshot['snapshot-id'],
-    deltaVersion,
-    deltaCommitted,
-    files: written.dataFiles.length,
-    rows: written.rows,
-    bytes: written.bytes,
-    warnings,
-    timings: zeroTimings(),
+    status: 'done',
+    result: {
+      table: identString(ctx.ident),
+      created: outcome.created,
+      mode: 'append',
+      snapshotId: snapshot['snapshot-id'],
+      deltaVersion,
+      deltaCommitted,
+      files: written.dataFiles.length,
+      rows: written.rows,
+      bytes: written.bytes,
+      warnings: log.warnings,
+      timings: zeroTimings(),
+      rewrittenFiles: touched.length,
+      rewrittenBytes: touched.reduce((a, f) => a + f['file-size-in-bytes'], 0),
+    },
   };
 }
 
