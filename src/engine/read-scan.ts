@@ -346,7 +346,8 @@ function columnResolvedPaths(task: ScanTask): string[] {
 
 async function scanSql(session: DuckDBSession, task: ScanTask, limit?: number): Promise<string> {
   const loaded = await loadDeletionVectors(task);
-  const nameMappedFiles = loaded.resolution === 'field-id' ? await filesWithoutFieldIds(session, columnResolvedPaths(loaded)) : undefined;
+  const probe = loaded.resolution === 'field-id' && !loaded.fieldIdsKnown;
+  const nameMappedFiles = probe ? await filesWithoutFieldIds(session, columnResolvedPaths(loaded)) : undefined;
   if (!loaded.filterSql) return scanRelationSql(loaded, { nameMappedFiles, limit });
   // The filter names logical columns; DuckDB pushes it down into the Parquet scan (row groups).
   const cut = limit === undefined ? '' : ` LIMIT ${Math.max(0, Math.floor(limit))}`;

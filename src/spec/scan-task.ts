@@ -71,6 +71,11 @@ export interface ScanTask {
   /** The logical schema to return (names as the user sees them, field IDs as the table assigns). */
   schema: Schema;
   resolution: ColumnResolution;
+  /**
+   * Every file is known to carry field IDs (a table Twinlake wrote), so the engine need not open
+   * each footer to look for files written without them.
+   */
+  fieldIdsKnown?: boolean;
   /** field ID → name of that column in the data files (top-level and nested struct fields). */
   physicalNames: Map<number, string>;
   files: ScanFile[];

@@ -82,6 +82,8 @@ export async function planIcebergScan(
   return {
     schema,
     resolution: 'field-id',
+    // Twinlake writes a field ID on every column of every file; its tables record physical names.
+    fieldIdsKnown: metadata.properties[Props.physicalNames] !== undefined,
     physicalNames,
     files,
     explain,
