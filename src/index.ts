@@ -18,7 +18,7 @@
 export { Lakehouse, type LakehouseOptions } from './table/lakehouse.ts';
 export { Table, type ReadOptions, type HistoryEntry, type TableDescription } from './table/table.ts';
 export type { WriteOptions, WriteResult, WriteMode } from './table/writer.ts';
-export type { MergeOptions, MergeResult } from './table/merge.ts';
+export type { DeleteOptions, MergeOptions, MergeResult } from './table/merge.ts';
 export type { WriteInput, InputFormat, Row } from './table/input.ts';
 export type { ReadPlan, ReadFormat, TimeTravel } from './table/reader.ts';
 export type { TableFormat } from './table/table-properties.ts';

@@ -8,7 +8,7 @@ import { invalidInput } from '../core/errors.ts';
 import { parseJson, stringifyJson } from '../core/json.ts';
 import { Lakehouse } from '../table/lakehouse.ts';
 import { parseInputFormat, type WriteInput } from '../table/input.ts';
-import { parseFormats } from '../table/table-properties.ts';
+import { parseFormats, type RowChangeStrategy } from '../table/table-properties.ts';
 import type { ReadOptions } from '../table/table.ts';
 import type { MergeResult } from '../table/merge.ts';
 import type { ReadPlan } from '../table/reader.ts';
@@ -105,15 +105,16 @@ export function registerCommands(program: Command): void {
     .option('--key <columns>', 'merge: key columns, comma-separated')
     .option('--order-by <column>', 'merge: within the batch, the greatest value wins for a key (default: the last record)')
     .option('--delete-when <filter>', "merge: records matching this filter delete their key, e.g. \"op = 'D'\"")
+    .option('--strategy <strategy>', 'merge: copy-on-write | merge-on-read (default: the table property write.merge.mode)')
     .option('--schema <file>', 'declared schema (Iceberg JSON struct) instead of inference')
     .option('--formats <list>', 'for a new table: iceberg,delta (default both), iceberg or delta')
     .option('--property <key=value>', 'for a new table: a table property (repeatable)', collect, [])
     .option('--partition <spec>', 'partition spec, e.g. "day(ts), bucket(16, user_id)"; on an existing table a new spec evolves it')
     .option('--json', 'print the result as JSON')
-    .action(async (table: string, o: { input: string; inputFormat?: string; mode: string; schema?: string; formats?: string; property: string[]; partition?: string; key?: string; orderBy?: string; deleteWhen?: string; json?: boolean }, cmd: Command) => {
+    .action(async (table: string, o: { input: string; inputFormat?: string; mode: string; schema?: string; formats?: string; property: string[]; partition?: string; key?: string; orderBy?: string; deleteWhen?: string; strategy?: string; json?: boolean }, cmd: Command) => {
       if (o.mode !== 'append' && o.mode !== 'overwrite' && o.mode !== 'merge') throw invalidInput(`write: --mode must be append, overwrite or merge, found ${JSON.stringify(o.mode)}`);
       if (o.mode === 'merge' && !o.key) throw invalidInput('write: --mode merge needs --key COLUMNS');
-      if (o.mode !== 'merge' && (o.key || o.orderBy || o.deleteWhen)) throw invalidInput('write: --key, --order-by and --delete-when go with --mode merge');
+      if (o.mode !== 'merge' && (o.key || o.orderBy || o.deleteWhen || o.strategy)) throw invalidInput('write: --key, --order-by, --delete-when and --strategy go with --mode merge');
       const format = o.inputFormat ? parseInputFormat(o.inputFormat) : undefined;
       let input: WriteInput;
       if (o.input === '-') {
@@ -130,14 +131,15 @@ export function registerCommands(program: Command): void {
         const common = { schema, formats: o.formats ? parseFormats(o.formats) : undefined, properties: parseProperties(o.property), partition: o.partition };
         const result = await withProgress(`writing ${label}`, size, () =>
           o.mode === 'merge'
-            ? lake.table(table).merge(input, { ...common, keys: o.key!.split(',').map((k) => k.trim()).filter(Boolean), orderBy: o.orderBy, deleteWhen: o.deleteWhen })
+            ? lake.table(table).merge(input, { ...common, keys: o.key!.split(',').map((k) => k.trim()).filter(Boolean), orderBy: o.orderBy, deleteWhen: o.deleteWhen, strategy: o.strategy as RowChangeStrategy | undefined })
             : lake.table(table).write(input, { ...common, mode: o.mode as 'append' | 'overwrite' }),
         );
         if (o.json) return out(stringifyJson(result));
         out(`${result.created ? 'created' : 'wrote'} ${result.table} (${o.mode})`);
         if ('inserted' in result) {
           const m = result as MergeResult;
-          out(`  merged            ${m.inserted} inserted, ${m.updated} updated, ${m.deleted} deleted, ${m.rewrittenFiles} files rewritten`);
+          const how = m.strategy === 'merge-on-read' ? `${m.deleteFiles} delete files written` : `${m.rewrittenFiles} files rewritten`;
+          out(`  merged            ${m.inserted} inserted, ${m.updated} updated, ${m.deleted} deleted, ${how} (${m.strategy})`);
         }
         out(`  iceberg snapshot  ${result.snapshotId}`);
         if (result.deltaVersion !== undefined) out(`  delta version     ${result.deltaVersion}${result.deltaCommitted ? '' : ' (pending: repaired by the next write)'}`);
@@ -211,13 +213,14 @@ export function registerCommands(program: Command): void {
     .description('delete the rows matching a filter (files without a matching row are left alone)')
     .argument('<table>', 'namespace.table')
     .requiredOption('--where <filter>', "e.g. \"region = 'us' AND ts < '2020-01-01'\"")
+    .option('--strategy <strategy>', 'copy-on-write | merge-on-read (default: the table property write.delete.mode)')
     .option('--json', 'print the result as JSON')
-    .action(async (table: string, o: { where: string; json?: boolean }, cmd: Command) => {
+    .action(async (table: string, o: { where: string; strategy?: string; json?: boolean }, cmd: Command) => {
       await using(cmd, async (lake) => {
-        const r = await lake.table(table).delete(o.where);
+        const r = await lake.table(table).delete(o.where, { strategy: o.strategy as RowChangeStrategy | undefined });
         if (o.json) return out(stringifyJson(r));
-        out(`deleted ${r.deleted} row(s) from ${r.table}, ${r.rewrittenFiles} file(s) rewritten`);
-        if (r.rewrittenFiles > 0) out(`  iceberg snapshot  ${r.snapshotId}\n  delta version     ${r.deltaVersion ?? '(none)'}`);
+        out(`deleted ${r.deleted} row(s) from ${r.table}, ${r.strategy === 'merge-on-read' ? `${r.deleteFiles} delete file(s) written` : `${r.rewrittenFiles} file(s) rewritten`}`);
+        if (r.rewrittenFiles + r.deleteFiles > 0) out(`  iceberg snapshot  ${r.snapshotId}\n  delta version     ${r.deltaVersion ?? '(none)'}`);
       });
     });
 

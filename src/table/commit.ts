@@ -5,7 +5,7 @@ import { currentSchema, currentSnapshot } from '../spec/iceberg/table-metadata.t
 import type { TableMetadata } from '../spec/iceberg/types.ts';
 import { applyUpdates } from '../spec/iceberg/updates.ts';
 import type { EncodedFiles } from './batch.ts';
-import { DELTA_VERSION_KEY, nextDeltaVersion } from './delta-projection.ts';
+import { DELTA_DV_KEY, DELTA_VERSION_KEY, deletionVectorsOn, nextDeltaVersion } from './delta-projection.ts';
 import { rebasePlan, sameColumns, type SchemaPlan } from './schema-plan.ts';
 import { SnapshotProducer, type SnapshotChange } from './snapshot-producer.ts';
 import type { TableContext } from './table-context.ts';
@@ -65,7 +65,7 @@ export async function commitChange(
       try {
         produced = await producer.produce(metadataForSnapshot, nowMs, {
           schema: currentSchema(metadataForSnapshot),
-          summaryExtra: summaryExtra(base.metadata, parent),
+          summaryExtra: summaryExtra(base.metadata, parent, change),
         });
       } catch (e) {
         // A file this change rewrites was removed by a concurrent commit: prepare it again.
@@ -89,16 +89,19 @@ export async function commitChange(
   }
 }
 
-function summaryExtra(metadata: TableMetadata, parent: ReturnType<typeof currentSnapshot>): Record<string, string> {
+function summaryExtra(metadata: TableMetadata, parent: ReturnType<typeof currentSnapshot>, change: SnapshotChange): Record<string, string> {
   const extra: Record<string, string> = { 'engine-name': 'twinlake', 'engine-version': TWINLAKE_VERSION };
-  if (tableFormats(metadata.properties).includes('delta')) extra[DELTA_VERSION_KEY] = String(nextDeltaVersion(parent));
+  if (tableFormats(metadata.properties).includes('delta')) {
+    extra[DELTA_VERSION_KEY] = String(nextDeltaVersion(parent));
+    if (deletionVectorsOn(parent) || (change.addedDeletes?.length ?? 0) > 0) extra[DELTA_DV_KEY] = 'true';
+  }
   return extra;
 }
 
 async function createWithSnapshot(ctx: TableContext, plan: SchemaPlan, producer: SnapshotProducer): Promise<CommitOutcome | undefined> {
   const base = plan.newTable!;
   const nowMs = Math.max(ctx.clock.nowMs(), base['last-updated-ms'] + 1);
-  const produced = await producer.produce(base, nowMs, { schema: plan.schema, summaryExtra: summaryExtra(base, undefined) });
+  const produced = await producer.produce(base, nowMs, { schema: plan.schema, summaryExtra: summaryExtra(base, undefined, producer.change) });
   const metadata = applyUpdates(
     base,
     [

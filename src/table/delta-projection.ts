@@ -2,7 +2,7 @@ import { dataInvalid } from '../core/errors.ts';
 import { stringifyJson } from '../core/json.ts';
 import { relativeTo } from '../core/uri.ts';
 import type { FileIO } from '../io/file-io.ts';
-import type { Action, AddFile, CommitInfo, Metadata, Protocol, RemoveFile } from '../spec/delta/actions.ts';
+import type { Action, AddFile, CommitInfo, DeletionVectorDescriptor, Metadata, Protocol, RemoveFile } from '../spec/delta/actions.ts';
 import { commitPath, parseCommit, serializeCommit } from '../spec/delta/actions.ts';
 import { protocolFor, toDeltaSchema } from '../spec/delta/schema.ts';
 import { deltaStats } from '../spec/parquet/stats.ts';
@@ -11,6 +11,8 @@ import { serializePartitionValue } from '../spec/delta/partition-values.ts';
 import type { LiteralValue } from '../spec/scan-task.ts';
 import type { DataFile, Schema, Snapshot, TableMetadata } from '../spec/iceberg/types.ts';
 import { readManifestEntries, readManifestList } from './manifest-io.ts';
+import { deleteFileKey } from '../spec/iceberg/manifest.ts';
+import { deltaDescriptor } from './row-deletes.ts';
 import { intProp, Props, readPhysicalNames } from './table-properties.ts';
 import { ENGINE_INFO } from './version.ts';
 
@@ -21,6 +23,17 @@ import { ENGINE_INFO } from './version.ts';
  */
 
 export const DELTA_VERSION_KEY = 'delta-version';
+
+/**
+ * Set on a snapshot (and every later one) once the table has row-level deletes: from the Delta
+ * version mirroring the first such snapshot on, the Delta protocol carries the `deletionVectors`
+ * feature. Table features are never dropped, so the flag is inherited, not recomputed.
+ */
+export const DELTA_DV_KEY = 'twinlake.delta.deletion-vectors';
+
+export function deletionVectorsOn(snapshot: Snapshot | undefined): boolean {
+  return snapshot?.summary[DELTA_DV_KEY] === 'true';
+}
 
 export function deltaVersionOf(snapshot: Snapshot): number | undefined {
   const raw = snapshot.summary[DELTA_VERSION_KEY];
@@ -35,7 +48,7 @@ export function nextDeltaVersion(parent: Snapshot | undefined): number {
 }
 
 /** Delta `metaData` for an Iceberg schema. The Delta table id is the Iceberg table UUID. */
-export function deltaMetadata(metadata: TableMetadata, schema: Schema, createdTime: number): Metadata {
+export function deltaMetadata(metadata: TableMetadata, schema: Schema, createdTime: number, deletionVectors = false): Metadata {
   const physicalNames = readPhysicalNames(metadata);
   return {
     id: metadata['table-uuid'],
@@ -46,6 +59,7 @@ export function deltaMetadata(metadata: TableMetadata, schema: Schema, createdTi
       'delta.columnMapping.mode': 'name',
       'delta.columnMapping.maxColumnId': String(metadata['last-column-id']),
       'delta.checkpointInterval': String(checkpointInterval(metadata)),
+      ...(deletionVectors ? { 'delta.enableDeletionVectors': 'true' } : {}),
     },
     createdTime,
   };
@@ -114,12 +128,21 @@ export function creationActions(metadata: TableMetadata, timestampMs: number): A
   ];
 }
 
+/** What one snapshot changed, as the Delta version mirroring it needs to know it. */
+export interface SnapshotFiles {
+  added: DataFile[];
+  removed: DataFile[];
+  /** Delete files the snapshot added and removed. */
+  addedDeletes: DataFile[];
+  removedDeletes: DataFile[];
+  /** Live data files whose deletes changed without the file itself being added or removed. */
+  deleteTargets: Map<string, DataFile>;
+  /** The Delta DV descriptor of each delete file above (by `deleteFileKey`). */
+  descriptors: Map<string, DeletionVectorDescriptor>;
+}
+
 /** The actions of the Delta version that mirrors `snapshot`. */
-export function snapshotActions(
-  metadata: TableMetadata,
-  snapshot: Snapshot,
-  files: { added: DataFile[]; removed: DataFile[] },
-): Action[] {
+export function snapshotActions(metadata: TableMetadata, snapshot: Snapshot, files: SnapshotFiles): Action[] {
   const ts = snapshot['timestamp-ms'];
   const schema = schemaById(metadata, snapshot['schema-id'] ?? metadata['current-schema-id']);
   const parent = snapshot['parent-snapshot-id'] !== undefined ? snapshotById(metadata, snapshot['parent-snapshot-id']) : undefined;
@@ -128,63 +151,101 @@ export function snapshotActions(
     : initialSchema(metadata);
   const physicalNames = readPhysicalNames(metadata);
   const overwrite = snapshot.summary.operation === 'overwrite';
+  const dvBefore = deletionVectorsOn(parent);
+  const dvAfter = deletionVectorsOn(snapshot);
 
   const commitInfo: CommitInfo = {
     timestamp: ts,
-    operation: 'WRITE',
+    operation: snapshot.summary.operation === 'delete' ? 'DELETE' : 'WRITE',
     operationParameters: { mode: overwrite ? 'Overwrite' : 'Append', partitionBy: JSON.stringify(identityColumns(metadata, schema).map((c) => c.name)) },
-    isBlindAppend: !overwrite,
+    isBlindAppend: !overwrite && files.removed.length === 0 && files.addedDeletes.length === 0,
     engineInfo: ENGINE_INFO,
     icebergSnapshotId: snapshot['snapshot-id'],
     icebergSequenceNumber: snapshot['sequence-number'],
   };
   const actions: Action[] = [{ commitInfo }];
-  if (previousSchema['schema-id'] !== schema['schema-id']) {
-    const before: Protocol = protocolFor(previousSchema, { columnMapping: true });
-    const after: Protocol = protocolFor(schema, { columnMapping: true });
+  if (previousSchema['schema-id'] !== schema['schema-id'] || dvBefore !== dvAfter) {
+    const before: Protocol = protocolFor(previousSchema, { columnMapping: true, deletionVectors: dvBefore });
+    const after: Protocol = protocolFor(schema, { columnMapping: true, deletionVectors: dvAfter });
     if (JSON.stringify(before) !== JSON.stringify(after)) actions.push({ protocol: after });
-    actions.push({ metaData: deltaMetadata(metadata, schema, ts) });
+    actions.push({ metaData: deltaMetadata(metadata, schema, ts, dvAfter) });
   }
   actions.push({ txn: { appId: `iceberg:${metadata['table-uuid']}`, version: snapshot['sequence-number'], lastUpdated: ts } });
-  for (const f of files.removed) {
-    const remove: RemoveFile = {
-      path: deltaPath(metadata.location, f['file-path']),
-      deletionTimestamp: ts,
-      dataChange: true,
-      extendedFileMetadata: true,
-      partitionValues: partitionValues(metadata, schema, f),
-      size: f['file-size-in-bytes'],
-    };
-    actions.push({ remove });
+
+  // Row-level deletes: a data file's DV is part of its logical file in Delta, so a new, changed or
+  // dropped DV is the file removed with its old DV and added again with the new one.
+  const dvOf = (deletes: DataFile[]) => {
+    const out = new Map<string, DeletionVectorDescriptor>();
+    for (const d of deletes) {
+      const ref = d['referenced-data-file'];
+      if (ref === undefined) throw dataInvalid(`delta projection: delete file ${d['file-path']} names no data file`);
+      if (out.has(ref)) throw dataInvalid(`delta projection: data file ${ref} has two deletion vectors in snapshot ${snapshot['snapshot-id']}`);
+      out.set(ref, files.descriptors.get(deleteFileKey(d))!);
+    }
+    return out;
+  };
+  const oldDvs = dvOf(files.removedDeletes);
+  const newDvs = dvOf(files.addedDeletes);
+  const remove = (f: DataFile, dv: DeletionVectorDescriptor | undefined): RemoveFile => ({
+    path: deltaPath(metadata.location, f['file-path']),
+    deletionTimestamp: ts,
+    dataChange: true,
+    extendedFileMetadata: true,
+    partitionValues: partitionValues(metadata, schema, f),
+    size: f['file-size-in-bytes'],
+    ...(dv ? { deletionVector: dv } : {}),
+  });
+  const add = (f: DataFile, dv: DeletionVectorDescriptor | undefined): AddFile => ({
+    path: deltaPath(metadata.location, f['file-path']),
+    partitionValues: partitionValues(metadata, schema, f),
+    size: f['file-size-in-bytes'],
+    modificationTime: ts,
+    dataChange: true,
+    stats: deltaStats(f, schema, physicalNames),
+    ...(dv ? { deletionVector: dv } : {}),
+  });
+  for (const f of files.removed) actions.push({ remove: remove(f, oldDvs.get(f['file-path'])) });
+  for (const [path, f] of files.deleteTargets) {
+    actions.push({ remove: remove(f, oldDvs.get(path)) });
+    actions.push({ add: add(f, newDvs.get(path)) });
   }
-  for (const f of files.added) {
-    const add: AddFile = {
-      path: deltaPath(metadata.location, f['file-path']),
-      partitionValues: partitionValues(metadata, schema, f),
-      size: f['file-size-in-bytes'],
-      modificationTime: ts,
-      dataChange: true,
-      stats: deltaStats(f, schema, physicalNames),
-    };
-    actions.push({ add });
-  }
+  for (const f of files.added) actions.push({ add: add(f, newDvs.get(f['file-path'])) });
   return actions;
 }
 
-/** The data files a snapshot added and removed, read from the manifests it wrote. */
-export async function snapshotChanges(io: FileIO, metadata: TableMetadata, snapshot: Snapshot): Promise<{ added: DataFile[]; removed: DataFile[] }> {
-  const added: DataFile[] = [];
-  const removed: DataFile[] = [];
+/**
+ * The files a snapshot added and removed, read from the manifests it wrote; for row-level deletes
+ * also the data files they apply to and their Delta DV descriptors.
+ */
+export async function snapshotChanges(io: FileIO, metadata: TableMetadata, snapshot: Snapshot): Promise<SnapshotFiles> {
+  const out: SnapshotFiles = { added: [], removed: [], addedDeletes: [], removedDeletes: [], deleteTargets: new Map(), descriptors: new Map() };
   const id = snapshot['snapshot-id'];
-  for (const m of await readManifestList(io, snapshot['manifest-list'])) {
-    if (m['added-snapshot-id'] !== id || m.content !== 0) continue;
+  const manifests = await readManifestList(io, snapshot['manifest-list']);
+  for (const m of manifests) {
+    if (m['added-snapshot-id'] !== id) continue;
     for (const e of await readManifestEntries(io, m, metadata)) {
-      if (e['snapshot-id'] !== id) continue;
-      if (e.status === 1) added.push(e['data-file']);
-      else if (e.status === 2) removed.push(e['data-file']);
+      if (e['snapshot-id'] !== id || e.status === 0) continue;
+      const target = m.content === 0 ? (e.status === 1 ? out.added : out.removed) : e.status === 1 ? out.addedDeletes : out.removedDeletes;
+      target.push(e['data-file']);
     }
   }
-  return { added, removed };
+  const deletes = [...out.addedDeletes, ...out.removedDeletes];
+  if (deletes.length === 0) return out;
+  const changed = new Set([...out.added, ...out.removed].map((f) => f['file-path']));
+  const targets = new Set(deletes.map((d) => d['referenced-data-file']!).filter((p) => p !== undefined && !changed.has(p)));
+  if (targets.size > 0) {
+    for (const m of manifests) {
+      if (m.content !== 0) continue;
+      for (const e of await readManifestEntries(io, m, metadata)) {
+        const path = e['data-file']['file-path'];
+        if (e.status !== 2 && targets.has(path)) out.deleteTargets.set(path, e['data-file']);
+      }
+    }
+    const lost = [...targets].filter((p) => !out.deleteTargets.has(p));
+    if (lost.length > 0) throw dataInvalid(`delta projection: snapshot ${id} has deletes for ${lost[0]}, which is not a live data file`);
+  }
+  for (const d of deletes) out.descriptors.set(deleteFileKey(d), await deltaDescriptor(io, metadata.location, d));
+  return out;
 }
 
 export interface CatchUpResult {

@@ -175,6 +175,33 @@ function planDeletes(
   deletes: DataFile[],
   sequenceNumbers: Map<DataFile, number | undefined>,
 ): (file: DataFile) => ScanDeletes | undefined {
+  const applicable = applicableDeletes(metadata, data, deletes, sequenceNumbers);
+  return (file) => {
+    const found = applicable(file);
+    if (!found) return undefined;
+    const path = file['file-path'];
+    const positions: PositionDeletes[] = found.dv
+      ? [{ kind: 'vector', path: found.dv['file-path'], offset: found.dv['content-offset']!, length: found.dv['content-size-in-bytes']!, cardinality: found.dv['record-count'] }]
+      : found.positionFiles.map((p) => ({ kind: 'position-file', path: p['file-path'], dataFile: path }));
+    const equality: EqualityDeleteFile[] = found.equality.map((e) => ({ path: e['file-path'], equalityIds: e['equality-ids']! }));
+    return { ...(positions.length > 0 ? { positions } : {}), ...(equality.length > 0 ? { equality } : {}) };
+  };
+}
+
+/** The delete files that apply to one data file: its deletion vector, or position delete files; equality delete files. */
+export interface ApplicableDeletes {
+  dv?: DataFile;
+  positionFiles: DataFile[];
+  equality: DataFile[];
+}
+
+/** The scope rules of `planDeletes`, naming the delete files themselves (writers replace them). */
+export function applicableDeletes(
+  metadata: TableMetadata,
+  data: DataFile[],
+  deletes: DataFile[],
+  sequenceNumbers: Map<DataFile, number | undefined>,
+): (file: DataFile) => ApplicableDeletes | undefined {
   if (deletes.length === 0 || data.length === 0) return () => undefined;
   const seqOf = (f: DataFile): number => {
     const s = sequenceNumbers.get(f);
@@ -216,24 +243,17 @@ function planDeletes(
     const seq = seqOf(file);
     const partition = partitionKey(metadata, file);
     const path = file['file-path'];
-    const positions: PositionDeletes[] = [];
     const dv = (dvs.get(path) ?? []).filter((d) => d.seq >= seq && d.partition === partition);
     if (dv.length > 1) throw dataInvalid(`iceberg: data file ${path} has ${dv.length} deletion vectors; expected at most one`);
-    if (dv.length === 1) {
-      const v = dv[0]!.file;
-      positions.push({ kind: 'vector', path: v['file-path'], offset: v['content-offset']!, length: v['content-size-in-bytes']!, cardinality: v['record-count'] });
-    } else {
-      for (const p of [...(positionsByFile.get(path) ?? []), ...(positionsByPartition.get(partition) ?? [])]) {
-        if (p.seq >= seq && p.partition === partition && pathWithinBounds(p.file, path)) {
-          positions.push({ kind: 'position-file', path: p.file['file-path'], dataFile: path });
-        }
-      }
-    }
-    const equality: EqualityDeleteFile[] = [...equalityGlobal, ...(equalityByPartition.get(partition) ?? [])]
-      .filter((e) => e.seq > seq)
-      .map((e) => ({ path: e.file['file-path'], equalityIds: e.file['equality-ids']! }));
-    if (positions.length === 0 && equality.length === 0) return undefined;
-    return { ...(positions.length > 0 ? { positions } : {}), ...(equality.length > 0 ? { equality } : {}) };
+    const positionFiles =
+      dv.length === 1
+        ? []
+        : [...(positionsByFile.get(path) ?? []), ...(positionsByPartition.get(partition) ?? [])]
+            .filter((p) => p.seq >= seq && p.partition === partition && pathWithinBounds(p.file, path))
+            .map((p) => p.file);
+    const equality = [...equalityGlobal, ...(equalityByPartition.get(partition) ?? [])].filter((e) => e.seq > seq).map((e) => e.file);
+    if (dv.length === 0 && positionFiles.length === 0 && equality.length === 0) return undefined;
+    return { ...(dv.length === 1 ? { dv: dv[0]!.file } : {}), positionFiles, equality };
   };
 }
 

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { FileIO } from '../io/file-io.ts';
-import { decodeManifest, encodeManifest, inheritSequenceNumbers } from '../spec/iceberg/manifest.ts';
+import { decodeManifest, encodeManifest, inheritFirstRowIds, inheritSequenceNumbers } from '../spec/iceberg/manifest.ts';
 import { decodeManifestList } from '../spec/iceberg/manifest-list.ts';
 import type { ManifestEntry, ManifestFile, PartitionSpec, Schema, TableMetadata } from '../spec/iceberg/types.ts';
 import { Props } from './table-properties.ts';
@@ -11,11 +11,11 @@ export async function readManifestList(io: FileIO, uri: string): Promise<Manifes
   return decodeManifestList(await io.read(uri));
 }
 
-/** A manifest's entries with inherited snapshot IDs and sequence numbers filled in. */
+/** A manifest's entries with inherited snapshot IDs, sequence numbers and (v3) first row IDs filled in. */
 export async function readManifestEntries(io: FileIO, manifest: ManifestFile, metadata: TableMetadata): Promise<ManifestEntry[]> {
   const specsById = new Map(metadata['partition-specs'].map((s) => [s['spec-id'], s]));
   const decoded = decodeManifest(await io.read(manifest['manifest-path']), { specsById });
-  return inheritSequenceNumbers(decoded.entries, manifest);
+  return inheritFirstRowIds(inheritSequenceNumbers(decoded.entries, manifest), manifest);
 }
 
 export function avroCodec(metadata: TableMetadata): 'null' | 'deflate' {

@@ -7,6 +7,7 @@ import { quoteIdent, quoteString } from '../engine/duckdb-session.ts';
 import { currentSchema, currentSnapshot } from '../spec/iceberg/table-metadata.ts';
 import { isPrimitive, typeToString } from '../spec/iceberg/schema.ts';
 import type { DataFile, Schema, StructType, TableMetadata } from '../spec/iceberg/types.ts';
+import { deleteFileKey } from '../spec/iceberg/manifest.ts';
 import { alignToTable, deleteFiles, encode, encodeFrom, inferOrExplain, type EncodedFiles } from './batch.ts';
 import { enginePath, liveFiles } from './iceberg-scan.ts';
 import { isBlank } from './input-diagnostics.ts';
@@ -14,7 +15,9 @@ import { prepareInput, type WriteInput } from './input.ts';
 import { bindFilter, emptyExplain } from './scan-filter.ts';
 import type { TableContext } from './table-context.ts';
 import { identString } from './table-context.ts';
-import { tableFormats } from './table-properties.ts';
+import { rowChangeStrategy, tableFormats, type RowChangeStrategy } from './table-properties.ts';
+import { existingDeletes, loadDeletedPositions, writeRowDeletes, type ExistingDeletes, type WrittenDeletes } from './row-deletes.ts';
+import { RoaringBitmap64 } from '../spec/roaring.ts';
 import { commitChange, type CommitOutcome } from './commit.ts';
 import { checkpointIfDue, commitDelta, repairDelta } from './delta-sync.ts';
 import { planSchema, type SchemaPlan } from './schema-plan.ts';
@@ -34,6 +37,13 @@ export interface MergeOptions extends Omit<WriteOptions, 'mode'> {
   orderBy?: string;
   /** A filter over the batch's columns; matching records delete their key instead. */
   deleteWhen?: string;
+  /** Overrides the table's `write.merge.mode`. */
+  strategy?: RowChangeStrategy;
+}
+
+export interface DeleteOptions {
+  /** Overrides the table's `write.delete.mode`. */
+  strategy?: RowChangeStrategy;
 }
 
 export interface MergeResult extends WriteResult {
@@ -44,9 +54,16 @@ export interface MergeResult extends WriteResult {
   rewrittenFiles: number;
   /** The size of the files rewritten (replaced by `bytes` of new files). */
   rewrittenBytes: number;
+  strategy: RowChangeStrategy;
+  /** Merge-on-read: delete files written (deletion vectors or position delete files). */
+  deleteFiles: number;
+  /** Merge-on-read: bytes of the delete files written (a Puffin file counts once). */
+  deleteBytes: number;
 }
 
 const FILE = '__tl_file';
+const POS = 'file_row_number';
+const DELETED = '__tl_deleted';
 
 /** A merge or delete whose files were rewritten underneath it runs again on the new snapshot. */
 const MAX_RERUNS = 25;
@@ -70,9 +87,12 @@ export async function mergeTable(ctx: TableContext, input: WriteInput, opts: Mer
     if (loaded && !opts.schema) incoming = alignToTable(incoming, currentSchema(loaded.metadata));
     checkKeys(opts.keys, incoming, 'the input');
     if (loaded) checkKeys(opts.keys, currentSchema(loaded.metadata), `table ${identString(ctx.ident)}`);
+    const strategyFor = (l: LoadTableResult | undefined) => (l ? rowChangeStrategy(l.metadata, 'merge', opts.strategy) : 'copy-on-write');
+    strategyFor(loaded);
 
     for (let attempt = 0; attempt < MAX_RERUNS; attempt++) {
       if (attempt > 0) await jitter(attempt);
+      const strategy = strategyFor(loaded);
       const plan = planSchema(ctx, loaded?.metadata, incoming, opts);
       requireSameNames(plan);
       // The batch, converted strictly to the table's types, staged as Parquet outside the table.
@@ -81,15 +101,17 @@ export async function mergeTable(ctx: TableContext, input: WriteInput, opts: Mer
       await stageBatch(ctx, batch, plan.schema, opts);
 
       const metadata = loaded?.metadata;
-      const candidates = metadata ? await candidateFiles(ctx, metadata, plan.schema, opts.keys) : [];
-      const touched = await touchedFiles(ctx, candidates, opts.keys);
-      const counts = await mergeCounts(ctx, touched, opts.keys);
-      const keep = touched.length
-        ? `SELECT * EXCLUDE (${quoteIdent(FILE)}) FROM ${readFiles(ctx, touched)} AS t ANTI JOIN __tl_batch AS b USING (${opts.keys.map(quoteIdent).join(', ')})`
-        : undefined;
+      const live = metadata ? await candidateFiles(ctx, metadata, plan.schema, opts.keys) : { data: [], deletes: [], sequenceNumbers: new Map() };
+      const rows = await liveRows(ctx, metadata, live, live.data);
+      const touched = await touchedFiles(ctx, rows, live.data, opts.keys);
+      const counts = await mergeCounts(ctx, rows, touched, opts.keys);
+      const using = `USING (${opts.keys.map(quoteIdent).join(', ')})`;
       const inserts = `SELECT * EXCLUDE (__tl_delete) FROM __tl_batch WHERE NOT __tl_delete`;
-      const sql = keep ? `${keep} UNION ALL BY NAME ${inserts}` : inserts;
-      const done = await rewrite(ctx, plan, loaded, touched, { sql, displayName: 'merge' }, opts, log);
+      const change: RowChange =
+        strategy === 'copy-on-write' || touched.length === 0
+          ? { strategy: 'copy-on-write', touched, sql: touched.length ? `${rows.select(touched)} ANTI JOIN __tl_batch AS b ${using} UNION ALL BY NAME ${inserts}` : inserts }
+          : { strategy, touched, sql: inserts, deletedRowsSql: `${rows.positions(touched)} SEMI JOIN __tl_batch AS b ${using}` };
+      const done = await rewrite(ctx, plan, loaded, rows, change, { displayName: 'merge', strategy }, opts, log);
       if (done.status === 'rerun') {
         loaded = done.loaded;
         continue;
@@ -104,7 +126,7 @@ export async function mergeTable(ctx: TableContext, input: WriteInput, opts: Mer
 }
 
 /** Deletes the rows matching `where`; files without a matching row are left alone. */
-export async function deleteRows(ctx: TableContext, where: string): Promise<MergeResult> {
+export async function deleteRows(ctx: TableContext, where: string, opts: DeleteOptions = {}): Promise<MergeResult> {
   const log = warningLog(ctx);
   const warn = log.warn;
   let loaded: LoadTableResult = await ctx.catalog.loadTable(ctx.ident);
@@ -112,21 +134,29 @@ export async function deleteRows(ctx: TableContext, where: string): Promise<Merg
   for (let attempt = 0; attempt < MAX_RERUNS; attempt++) {
     if (attempt > 0) await jitter(attempt);
     const metadata = loaded.metadata;
+    const strategy = rowChangeStrategy(metadata, 'delete', opts.strategy);
     const schema = currentSchema(metadata);
     const plan = planSchema(ctx, metadata, schema, {});
     requireSameNames(plan);
     const filter = bindFilter(where, schema)!;
     const snapshot = currentSnapshot(metadata);
     if (!snapshot) throw invalidInput(`delete: table ${identString(ctx.ident)} has no rows`);
-    const { data } = await liveFiles(ctx.io, metadata, snapshot, { filter, schema, explain: emptyExplain() });
+    const live = await liveFiles(ctx.io, metadata, snapshot, { filter, schema, explain: emptyExplain() });
     const session = await ctx.session();
-    const touched = data.length ? await filesWhere(ctx, data, filter.sql) : [];
+    const rows = await liveRows(ctx, metadata, live, live.data);
+    const touched = live.data.length ? await filesWhere(ctx, rows, live.data, filter.sql) : [];
     if (touched.length === 0) {
-      return { table: identString(ctx.ident), created: false, mode: 'append', snapshotId: snapshot['snapshot-id'], deltaCommitted: true, files: 0, rows: 0, bytes: 0, warnings: log.warnings, timings: zeroTimings(), inserted: 0, updated: 0, deleted: 0, rewrittenFiles: 0, rewrittenBytes: 0 };
+      return {
+        table: identString(ctx.ident), created: false, mode: 'append', snapshotId: snapshot['snapshot-id'], deltaCommitted: true, files: 0, rows: 0, bytes: 0,
+        warnings: log.warnings, timings: zeroTimings(), inserted: 0, updated: 0, deleted: 0, rewrittenFiles: 0, rewrittenBytes: 0, strategy, deleteFiles: 0, deleteBytes: 0,
+      };
     }
-    const deletedRows = Number((await session.all(`SELECT count(*) AS n FROM ${readFiles(ctx, touched)} AS t WHERE (${filter.sql})`))[0]!.n);
-    const sql = `SELECT * EXCLUDE (${quoteIdent(FILE)}) FROM ${readFiles(ctx, touched)} AS t WHERE (${filter.sql}) IS NOT TRUE`;
-    const done = await rewrite(ctx, plan, loaded, touched, { sql, displayName: 'delete' }, {}, log);
+    const deletedRows = Number((await session.all(`SELECT count(*) AS n FROM (${rows.select(touched)}) AS t WHERE (${filter.sql})`))[0]!.n);
+    const change: RowChange =
+      strategy === 'copy-on-write'
+        ? { strategy, touched, sql: `SELECT * FROM (${rows.select(touched)}) AS t WHERE (${filter.sql}) IS NOT TRUE` }
+        : { strategy, touched, deletedRowsSql: `SELECT * FROM (${rows.positions(touched)}) AS t WHERE (${filter.sql}) IS TRUE` };
+    const done = await rewrite(ctx, plan, loaded, rows, change, { displayName: 'delete', strategy }, {}, log);
     if (done.status === 'rerun') {
       loaded = done.loaded;
       continue;
@@ -154,31 +184,63 @@ function warningLog(ctx: TableContext): WarningLog {
 type Rewritten = { status: 'rerun'; loaded: LoadTableResult } | { status: 'done'; result: Omit<MergeResult, 'inserted' | 'updated' | 'deleted'> };
 
 /**
- * Writes the rows to keep (`sql`) as new files and commits them in place of `touched`, then the
- * Delta version. 'rerun' when a concurrent commit rewrote one of `touched` first: the caller plans
- * again on the metadata returned.
+ * What a merge or delete changes in the files it touches:
+ * - copy-on-write: `sql` is every row to write (kept rows of `touched` and inserts); `touched`
+ *   files are removed;
+ * - merge-on-read: `deletedRowsSql` gives the (file, position) of the rows to delete from
+ *   `touched`, which stay; `sql`, when given, the rows to insert.
+ */
+type RowChange =
+  | { strategy: 'copy-on-write'; touched: DataFile[]; sql: string }
+  | { strategy: 'merge-on-read'; touched: DataFile[]; sql?: string; deletedRowsSql: string };
+
+/**
+ * Writes the change's files and commits them, then the Delta version. 'rerun' when a concurrent
+ * commit rewrote one of the touched files, or changed its deletes, first: the caller plans again
+ * on the metadata returned.
  */
 async function rewrite(
   ctx: TableContext,
   plan: SchemaPlan,
   loaded: LoadTableResult | undefined,
-  touched: DataFile[],
-  what: { sql: string; displayName: string },
+  rows: LiveRows,
+  change: RowChange,
+  what: { displayName: string; strategy: RowChangeStrategy },
   opts: WriteOptions,
   log: WarningLog,
 ): Promise<Rewritten> {
-  const written = await encodeFrom(ctx, plan, { sql: what.sql, displayName: what.displayName });
-  const removeFiles = new Set(touched.map((f) => f['file-path']));
-  const operation = removeFiles.size === 0 ? 'append' : written.dataFiles.length ? 'overwrite' : 'delete';
+  const { touched } = change;
+  const written: EncodedFiles = change.sql !== undefined ? await encodeFrom(ctx, plan, { sql: change.sql, displayName: what.displayName }) : emptyEncoded(plan);
+  let deletes: WrittenDeletes = { deletes: [], files: [] };
+  const cleanup = () => deleteFiles(ctx, [...written.files, ...deletes.files]);
   let outcome: CommitOutcome;
   try {
-    outcome = await commitChange(ctx, plan, written, { operation, added: written.dataFiles, replaceAll: false, removeFiles }, loaded, opts);
+    if (change.strategy === 'merge-on-read') deletes = await writeRowDeletes(ctx, loaded!.metadata, await deletedPositions(ctx, rows, change.deletedRowsSql, touched));
+    const removeFiles = new Set(change.strategy === 'copy-on-write' ? touched.map((f) => f['file-path']) : []);
+    const replacedDeletes = new Map(touched.map((f) => [f['file-path'], (rows.existing.get(f['file-path'])?.replaceable ?? []).map(deleteFileKey)]));
+    const changesRows = removeFiles.size > 0 || deletes.deletes.length > 0;
+    const operation = !changesRows ? 'append' : written.dataFiles.length ? 'overwrite' : 'delete';
+    outcome = await commitChange(
+      ctx,
+      plan,
+      written,
+      {
+        operation,
+        added: written.dataFiles,
+        replaceAll: false,
+        removeFiles,
+        addedDeletes: deletes.deletes,
+        ...(loaded && loaded.metadata['format-version'] >= 2 ? { replacedDeletes } : {}),
+      },
+      loaded,
+      opts,
+    );
   } catch (e) {
-    await deleteFiles(ctx, written.files);
+    await cleanup();
     throw e;
   }
   if (outcome.status === 'schema-moved') {
-    await deleteFiles(ctx, written.files);
+    await cleanup();
     return { status: 'rerun', loaded: outcome.loaded };
   }
   const { metadata, snapshot } = outcome;
@@ -190,6 +252,7 @@ async function rewrite(
     deltaCommitted = versions !== undefined;
     if (versions) await checkpointIfDue(ctx, metadata, versions, log.warn);
   }
+  const cow = change.strategy === 'copy-on-write';
   return {
     status: 'done',
     result: {
@@ -204,10 +267,34 @@ async function rewrite(
       bytes: written.bytes,
       warnings: log.warnings,
       timings: zeroTimings(),
-      rewrittenFiles: touched.length,
-      rewrittenBytes: touched.reduce((a, f) => a + f['file-size-in-bytes'], 0),
+      rewrittenFiles: cow ? touched.length : 0,
+      rewrittenBytes: cow ? touched.reduce((a, f) => a + f['file-size-in-bytes'], 0) : 0,
+      strategy: what.strategy,
+      deleteFiles: deletes.deletes.length,
+      deleteBytes: [...new Map(deletes.deletes.map((d) => [d['file-path'], d['file-size-in-bytes']])).values()].reduce((a, b) => a + b, 0),
     },
   };
+}
+
+function emptyEncoded(plan: SchemaPlan): EncodedFiles {
+  return { files: [], dataFiles: [], rows: 0, bytes: 0, schema: plan.schema };
+}
+
+/** The positions each touched file loses: those already deleted and the rows `sql` selects. */
+async function deletedPositions(ctx: TableContext, rows: LiveRows, sql: string, touched: DataFile[]): Promise<{ file: DataFile; bitmap: RoaringBitmap64 }[]> {
+  const session = await ctx.session();
+  const found = await session.all(`SELECT ${quoteIdent(FILE)} AS f, list(${POS} ORDER BY ${POS}) AS p FROM (${sql}) GROUP BY ALL`);
+  const byEnginePath = new Map(found.map((r) => [String(r.f), r.p as bigint[]]));
+  const out: { file: DataFile; bitmap: RoaringBitmap64 }[] = [];
+  for (const file of touched) {
+    const positions = byEnginePath.get(localPath(enginePath(ctx.io, file['file-path'])));
+    if (!positions) continue;
+    const bitmap = RoaringBitmap64.of(positions);
+    const before = rows.existing.get(file['file-path']);
+    if (before) bitmap.addAll(before.positions);
+    out.push({ file, bitmap });
+  }
+  return out;
 }
 
 function checkKeys(keys: string[], struct: StructType, where: string): void {
@@ -231,10 +318,38 @@ function requireSameNames(plan: SchemaPlan): void {
   walk(plan.schema.fields);
 }
 
-/** The rows of some of the table's own files, by column name (older files lack newer columns). */
-function readFiles(ctx: TableContext, files: DataFile[]): string {
-  const paths = files.map((f) => quoteString(localPath(enginePath(ctx.io, f['file-path']))));
-  return `read_parquet([${paths.join(', ')}], union_by_name = true, filename = ${quoteString(FILE)}, hive_partitioning = false)`;
+/**
+ * The live rows of some of the table's own files, by column name (older files lack newer
+ * columns), with the file and row position of each; rows already deleted (deletion vectors,
+ * position deletes) are left out.
+ */
+interface LiveRows {
+  existing: Map<string, ExistingDeletes>;
+  /** Every column plus the file and position. */
+  positions(files: DataFile[]): string;
+  /** The table's columns only. */
+  select(files: DataFile[]): string;
+}
+
+async function liveRows(
+  ctx: TableContext,
+  metadata: TableMetadata | undefined,
+  live: { data: DataFile[]; deletes: DataFile[]; sequenceNumbers: Map<DataFile, number | undefined> },
+  files: DataFile[],
+): Promise<LiveRows> {
+  const existing = metadata ? await existingDeletes(ctx, metadata, live, files) : new Map<string, ExistingDeletes>();
+  if (existing.size > 0) await loadDeletedPositions(ctx, DELETED, existing);
+  const positions = (touched: DataFile[]) => {
+    const paths = touched.map((f) => quoteString(localPath(enginePath(ctx.io, f['file-path']))));
+    const scan = `SELECT * FROM read_parquet([${paths.join(', ')}], union_by_name = true, filename = ${quoteString(FILE)}, file_row_number = true, hive_partitioning = false)`;
+    if (!touched.some((f) => existing.has(f['file-path']))) return scan;
+    return `SELECT * FROM (${scan}) AS t ANTI JOIN ${DELETED} AS d ON t.${quoteIdent(FILE)} = d.f AND t.${POS} = d.pos`;
+  };
+  return {
+    existing,
+    positions,
+    select: (touched) => `SELECT * EXCLUDE (${quoteIdent(FILE)}, ${POS}) FROM (${positions(touched)})`,
+  };
 }
 
 /**
@@ -264,14 +379,15 @@ async function stageBatch(ctx: TableContext, batch: EncodedFiles, schema: Schema
 }
 
 /** Live files that may hold a key of the batch: by partition and key bounds, before reading data. */
-async function candidateFiles(ctx: TableContext, metadata: TableMetadata, schema: Schema, keys: string[]): Promise<DataFile[]> {
+async function candidateFiles(ctx: TableContext, metadata: TableMetadata, schema: Schema, keys: string[]): Promise<LiveFiles> {
+  const none: LiveFiles = { data: [], deletes: [], sequenceNumbers: new Map() };
   const snapshot = currentSnapshot(metadata);
-  if (!snapshot) return [];
+  if (!snapshot) return none;
   const session = await ctx.session();
   const conditions: string[] = [];
   for (const k of keys) {
     const [r] = await session.all(`SELECT CAST(min(${quoteIdent(k)}) AS VARCHAR) AS lo, CAST(max(${quoteIdent(k)}) AS VARCHAR) AS hi, count(DISTINCT ${quoteIdent(k)}) AS n FROM __tl_batch`);
-    if (r!.lo === null) return [];
+    if (r!.lo === null) return none;
     const type = schema.fields.find((f) => f.name === k)!.type;
     const lit = (v: unknown) => literal(type as string, String(v));
     if (keys.length === 1 && Number(r!.n) <= 1000) {
@@ -282,9 +398,10 @@ async function candidateFiles(ctx: TableContext, metadata: TableMetadata, schema
     }
   }
   const filter = bindFilter(conditions.join(' AND '), schema);
-  const { data } = await liveFiles(ctx.io, metadata, snapshot, { filter, schema, explain: emptyExplain() });
-  return data;
+  return liveFiles(ctx.io, metadata, snapshot, { filter, schema, explain: emptyExplain() });
 }
+
+type LiveFiles = Awaited<ReturnType<typeof liveFiles>>;
 
 /** A key value as a filter literal (strings quoted; numbers and temporal values as text). */
 function literal(type: string, text: string): string {
@@ -293,28 +410,28 @@ function literal(type: string, text: string): string {
   return `'${text.replace(/'/g, "''")}'`;
 }
 
-/** Candidate files that really hold a batch key (only these are rewritten). */
-async function touchedFiles(ctx: TableContext, candidates: DataFile[], keys: string[]): Promise<DataFile[]> {
+/** Candidate files that really hold a batch key in a live row (only these are changed). */
+async function touchedFiles(ctx: TableContext, rows: LiveRows, candidates: DataFile[], keys: string[]): Promise<DataFile[]> {
   if (candidates.length === 0) return [];
   const session = await ctx.session();
-  const rows = await session.all(
-    `SELECT DISTINCT t.${quoteIdent(FILE)} AS f FROM ${readFiles(ctx, candidates)} AS t SEMI JOIN __tl_batch AS b USING (${keys.map(quoteIdent).join(', ')})`,
+  const found = await session.all(
+    `SELECT DISTINCT t.${quoteIdent(FILE)} AS f FROM (${rows.positions(candidates)}) AS t SEMI JOIN __tl_batch AS b USING (${keys.map(quoteIdent).join(', ')})`,
   );
-  const hit = new Set(rows.map((r) => String(r.f)));
+  const hit = new Set(found.map((r) => String(r.f)));
   return candidates.filter((f) => hit.has(localPath(enginePath(ctx.io, f['file-path']))));
 }
 
-async function filesWhere(ctx: TableContext, files: DataFile[], filterSql: string): Promise<DataFile[]> {
+async function filesWhere(ctx: TableContext, rows: LiveRows, files: DataFile[], filterSql: string): Promise<DataFile[]> {
   const session = await ctx.session();
-  const rows = await session.all(`SELECT DISTINCT ${quoteIdent(FILE)} AS f FROM ${readFiles(ctx, files)} AS t WHERE ${filterSql}`);
-  const hit = new Set(rows.map((r) => String(r.f)));
+  const found = await session.all(`SELECT DISTINCT ${quoteIdent(FILE)} AS f FROM (${rows.positions(files)}) AS t WHERE ${filterSql}`);
+  const hit = new Set(found.map((r) => String(r.f)));
   return files.filter((f) => hit.has(localPath(enginePath(ctx.io, f['file-path']))));
 }
 
-async function mergeCounts(ctx: TableContext, touched: DataFile[], keys: string[]): Promise<{ inserted: number; updated: number; deleted: number }> {
+async function mergeCounts(ctx: TableContext, rows: LiveRows, touched: DataFile[], keys: string[]): Promise<{ inserted: number; updated: number; deleted: number }> {
   const session = await ctx.session();
   const using = keys.map(quoteIdent).join(', ');
-  const existing = touched.length ? `(SELECT DISTINCT ${using} FROM ${readFiles(ctx, touched)})` : `(SELECT ${keys.map((k) => `NULL AS ${quoteIdent(k)}`).join(', ')} WHERE FALSE)`;
+  const existing = touched.length ? `(SELECT DISTINCT ${using} FROM (${rows.select(touched)}))` : `(SELECT ${keys.map((k) => `NULL AS ${quoteIdent(k)}`).join(', ')} WHERE FALSE)`;
   const [r] = await session.all(
     `SELECT count(*) FILTER (WHERE e.__tl_found AND NOT b.__tl_delete) AS updated, count(*) FILTER (WHERE e.__tl_found AND b.__tl_delete) AS deleted, ` +
       `count(*) FILTER (WHERE e.__tl_found IS NULL AND NOT b.__tl_delete) AS inserted ` +
@@ -322,4 +439,3 @@ async function mergeCounts(ctx: TableContext, touched: DataFile[], keys: string[
   );
   return { inserted: Number(r!.inserted), updated: Number(r!.updated), deleted: Number(r!.deleted) };
 }
-

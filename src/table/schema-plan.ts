@@ -14,6 +14,7 @@ import {
   parseFormats,
   Props,
   readPhysicalNames,
+  rowChangeStrategy,
   tableFormats,
   writePhysicalNames,
 } from './table-properties.ts';
@@ -48,12 +49,15 @@ export function planSchema(ctx: TableContext, metadata: TableMetadata | undefine
     const schema: Schema = { ...fresh, 'schema-id': 0 };
     const physicalNames = assignPhysicalNames(schema, new Map());
     const formats = parseFormats(opts.formats ?? ['iceberg', 'delta']);
+    const { [Props.formatVersion]: requestedVersion, ...given } = opts.properties ?? {};
+    const formatVersion = creationFormatVersion(requestedVersion);
     const properties: Record<string, string> = {
       [Props.formats]: formats.join(','),
-      ...opts.properties,
+      ...given,
       [Props.physicalNames]: writePhysicalNames(physicalNames),
       [Props.nameMapping]: JSON.stringify(nameMapping(schema, physicalNames)),
     };
+    for (const op of ['merge', 'delete'] as const) rowChangeStrategy({ properties, 'format-version': formatVersion } as TableMetadata, op);
     const spec = opts.partition ? parsePartitionSpec(opts.partition, schema, { specId: 0, lastPartitionId: 999 }) : { 'spec-id': 0, fields: [] };
     if (formats.includes('delta')) checkDeltaPartitioning(spec, schema);
     const newTable = newTableMetadata({
@@ -61,7 +65,7 @@ export function planSchema(ctx: TableContext, metadata: TableMetadata | undefine
       schema,
       partitionSpec: spec,
       properties,
-      formatVersion: 2,
+      formatVersion,
       tableUuid: newUuid(),
       nowMs: ctx.clock.nowMs(),
       lastColumnId: next - 1,
@@ -109,6 +113,13 @@ export function planSchema(ctx: TableContext, metadata: TableMetadata | undefine
     spec,
     specUpdates,
   };
+}
+
+/** The Iceberg format version a new table is created with: `format-version` 2 (default) or 3. */
+function creationFormatVersion(raw: string | undefined): 2 | 3 {
+  if (raw === undefined) return 2;
+  if (raw === '2' || raw === '3') return Number(raw) as 2 | 3;
+  throw invalidInput(`table property ${Props.formatVersion}: expected 2 or 3, found ${JSON.stringify(raw)}`);
 }
 
 /**

@@ -3,7 +3,7 @@ import { TwinlakeError } from '../core/errors.ts';
 import { joinUri } from '../core/uri.ts';
 import type { FileIO } from '../io/file-io.ts';
 import { encodeManifestList, partitionSummaries } from '../spec/iceberg/manifest-list.ts';
-import { partitionType } from '../spec/iceberg/manifest.ts';
+import { deleteFileKey, partitionType } from '../spec/iceberg/manifest.ts';
 import { summarize } from '../spec/iceberg/snapshot-summary.ts';
 import { currentSnapshot, specById } from '../spec/iceberg/table-metadata.ts';
 import type { DataFile, FieldSummary, ManifestEntry, ManifestFile, Operation, PartitionSpec, Schema, Snapshot, TableMetadata } from '../spec/iceberg/types.ts';
@@ -27,6 +27,16 @@ export interface SnapshotChange {
    * file must still be live in the parent, or the snapshot is refused as a conflict.
    */
   removeFiles?: ReadonlySet<string>;
+  /** Row-level delete files (deletion vectors, position delete files) this change adds. */
+  addedDeletes?: DataFile[];
+  /**
+   * The data files (paths) whose row-level deletes this change replaces, each with the delete
+   * files (`deleteFileKey`) it found applying to them. Those delete files are removed in this snapshot. A concurrent
+   * commit that removed one of these data files, or added a delete file naming one, is a conflict:
+   * the change was planned on deletes that are no longer the whole story (at most one deletion
+   * vector per data file, spec §Deletion Vectors).
+   */
+  replacedDeletes?: ReadonlyMap<string, readonly string[]>;
 }
 
 /** What depends on the base a snapshot is built on: its schema and summary extras. */
@@ -42,15 +52,19 @@ export interface ProducedSnapshot {
   removed: DataFile[];
 }
 
+const CONFLICT = 'commit-conflict';
+
 export class SnapshotProducer {
   private addedManifest?: { uri: string; length: number; partitions: FieldSummary[] };
+  /** Manifests of the added delete files, one per partition spec; written once like the data one. */
+  private addedDeleteManifests?: { uri: string; length: number; specId: number; files: DataFile[]; partitions: FieldSummary[] }[];
   /** Every Avro file written, so a failed write can remove them all. */
   readonly written: string[] = [];
 
   constructor(
     private readonly io: FileIO,
     readonly snapshotId: bigint,
-    private readonly change: SnapshotChange,
+    readonly change: SnapshotChange,
   ) {}
 
   async produce(base: TableMetadata, nowMs: number, basis: SnapshotBasis): Promise<ProducedSnapshot> {
@@ -137,12 +151,25 @@ export class SnapshotProducer {
       manifests.push(...(await this.maybeMerge(base, parentManifests, attemptFiles, basis.schema)));
     }
 
+    const removedDeletes: DataFile[] = [];
+    if (this.change.replacedDeletes && this.change.replacedDeletes.size > 0) {
+      await this.checkDataFilesLive(base, manifests);
+      const replaced = await this.replaceDeletes(base, manifests, removedDeletes, attemptFiles, basis.schema);
+      manifests.length = 0;
+      manifests.push(...replaced);
+    }
+    manifests.unshift(...(await this.addedDeletesManifests(base, metadataDir, sequenceNumber, basis.schema)));
+
+    const rowLineage = base['format-version'] >= 3 ? assignFirstRowIds(manifests, base['next-row-id'] ?? 0) : undefined;
+    if (rowLineage) manifests.splice(0, manifests.length, ...rowLineage.manifests);
+
     const listUri = joinUri(metadataDir, `snap-${this.snapshotId}-${sequenceNumber}-${newUuid()}.avro`);
     const listBytes = encodeManifestList({
       formatVersion: base['format-version'],
       snapshotId: this.snapshotId,
       parentSnapshotId: parent?.['snapshot-id'],
       sequenceNumber,
+      ...(rowLineage ? { firstRowId: rowLineage.firstRowId } : {}),
       manifests,
       syncMarker: syncMarker(),
       codec: avroCodec(base),
@@ -153,8 +180,8 @@ export class SnapshotProducer {
 
     const summary = summarize({
       operation: this.change.operation,
-      added: this.change.added,
-      removed,
+      added: [...this.change.added, ...(this.change.addedDeletes ?? [])],
+      removed: [...removed, ...removedDeletes],
       previous: parent?.summary,
       extra: basis.summaryExtra,
     });
@@ -166,6 +193,7 @@ export class SnapshotProducer {
       'manifest-list': listUri,
       summary,
       'schema-id': basis.schema['schema-id'],
+      ...(rowLineage ? { 'first-row-id': rowLineage.firstRowId, 'added-rows': rowLineage.addedRows } : {}),
     };
     return { snapshot, attemptFiles, removed };
   }
@@ -295,6 +323,123 @@ export class SnapshotProducer {
     return out;
   }
 
+  /** The manifests of the change's delete files (their sequence number is this snapshot's). */
+  private async addedDeletesManifests(base: TableMetadata, metadataDir: string, sequenceNumber: number, schema: Schema): Promise<ManifestFile[]> {
+    const files = this.change.addedDeletes ?? [];
+    if (files.length === 0) return [];
+    if (!this.addedDeleteManifests) {
+      const bySpec = new Map<number, DataFile[]>();
+      for (const f of files) bySpec.set(f['spec-id'], [...(bySpec.get(f['spec-id']) ?? []), f]);
+      this.addedDeleteManifests = [];
+      for (const [specId, group] of bySpec) {
+        const spec = specById(base, specId);
+        const uri = joinUri(metadataDir, `${newUuid()}-d0.avro`);
+        const entries: ManifestEntry[] = group.map((f) => ({ status: 1, 'snapshot-id': this.snapshotId, 'data-file': f }));
+        const length = await writeManifest(this.io, uri, base, { schema, spec, content: 1, entries });
+        this.written.push(uri);
+        this.addedDeleteManifests.push({ uri, length, specId, files: group, partitions: summaries(spec, schema, group) });
+      }
+    }
+    return this.addedDeleteManifests.map((m) => ({
+      'manifest-path': m.uri,
+      'manifest-length': m.length,
+      'partition-spec-id': m.specId,
+      content: 1,
+      'sequence-number': sequenceNumber,
+      'min-sequence-number': sequenceNumber,
+      'added-snapshot-id': this.snapshotId,
+      'added-files-count': m.files.length,
+      'existing-files-count': 0,
+      'deleted-files-count': 0,
+      'added-rows-count': sum(m.files.map((f) => f['record-count'])),
+      'existing-rows-count': 0,
+      'deleted-rows-count': 0,
+      partitions: m.partitions,
+    }));
+  }
+
+  /** Every data file whose deletes this change replaces must still be live (a removed one is a conflict). */
+  private async checkDataFilesLive(base: TableMetadata, manifests: ManifestFile[]): Promise<void> {
+    const wanted = new Set([...this.change.replacedDeletes!.keys()].filter((p) => !this.change.removeFiles?.has(p)));
+    if (wanted.size === 0) return;
+    const lists = await Promise.all(manifests.filter((m) => m.content === 0).map((m) => readManifestEntries(this.io, m, base)));
+    for (const entries of lists) for (const e of entries) if (e.status !== 2) wanted.delete(e['data-file']['file-path']);
+    if (wanted.size > 0) {
+      throw new TwinlakeError(CONFLICT, `iceberg: ${wanted.size} data file(s) this change deletes rows from are no longer in the table (first: ${[...wanted][0]})`);
+    }
+  }
+
+  /**
+   * The delete manifests with the replaced delete files marked DELETED. Any other live delete file
+   * naming a touched data file, or a replaced one already gone, means a concurrent commit changed
+   * that file's deletes: a conflict.
+   */
+  private async replaceDeletes(
+    base: TableMetadata,
+    manifests: ManifestFile[],
+    removedDeletes: DataFile[],
+    attemptFiles: string[],
+    schema: Schema,
+  ): Promise<ManifestFile[]> {
+    const replaced = this.change.replacedDeletes!;
+    const toRemove = new Set([...replaced.values()].flat());
+    const found = new Set<string>();
+    const out: ManifestFile[] = [];
+    const lists = await Promise.all(manifests.map((m) => (m.content === 1 ? readManifestEntries(this.io, m, base) : Promise.resolve([]))));
+    for (let i = 0; i < manifests.length; i++) {
+      const m = manifests[i]!;
+      const entries = lists[i]!.filter((e) => e.status !== 2);
+      for (const e of entries) {
+        const ref = e['data-file']['referenced-data-file'];
+        if (ref !== undefined && replaced.has(ref) && !toRemove.has(deleteFileKey(e['data-file']))) {
+          throw new TwinlakeError(CONFLICT, `iceberg: a concurrent commit added deletes for ${ref}`);
+        }
+      }
+      if (m.content !== 1 || !entries.some((e) => toRemove.has(deleteFileKey(e['data-file'])))) {
+        out.push(m);
+        continue;
+      }
+      const rewritten: ManifestEntry[] = [];
+      let deleted = 0;
+      for (const e of entries) {
+        const file = e['data-file'];
+        if (toRemove.has(deleteFileKey(file))) {
+          found.add(deleteFileKey(file));
+          removedDeletes.push(file);
+          rewritten.push({ ...e, status: 2, 'snapshot-id': this.snapshotId });
+          deleted++;
+        } else {
+          rewritten.push({ ...e, status: 0 });
+        }
+      }
+      const spec = specById(base, m['partition-spec-id']);
+      const uri = joinUri(base.location, 'metadata', `${newUuid()}-d1.avro`);
+      const length = await writeManifest(this.io, uri, base, { schema, spec, content: 1, entries: rewritten });
+      this.written.push(uri);
+      attemptFiles.push(uri);
+      const live = rewritten.filter((e) => e.status === 0);
+      out.push({
+        'manifest-path': uri,
+        'manifest-length': length,
+        'partition-spec-id': spec['spec-id'],
+        content: 1,
+        'sequence-number': base['last-sequence-number'] + 1,
+        'min-sequence-number': minOf(rewritten.map((e) => e['sequence-number'] ?? 0), base['last-sequence-number'] + 1),
+        'added-snapshot-id': this.snapshotId,
+        'added-files-count': 0,
+        'existing-files-count': live.length,
+        'deleted-files-count': deleted,
+        'added-rows-count': 0,
+        'existing-rows-count': sum(live.map((e) => e['data-file']['record-count'])),
+        'deleted-rows-count': sum(rewritten.filter((e) => e.status === 2).map((e) => e['data-file']['record-count'])),
+        partitions: summaries(spec, schema, rewritten.map((e) => e['data-file'])),
+      });
+    }
+    const missing = [...toRemove].filter((p) => !found.has(p));
+    if (missing.length > 0) throw new TwinlakeError(CONFLICT, `iceberg: ${missing.length} delete file(s) this change replaces are no longer in the table (first: ${missing[0]})`);
+    return out;
+  }
+
   /** Removes every file this producer wrote (the write failed or was abandoned). */
   async abandon(): Promise<void> {
     await Promise.all(this.written.map((uri) => this.io.delete(uri).catch(() => undefined)));
@@ -311,6 +456,22 @@ function sum(xs: number[]): number {
 function summaries(spec: PartitionSpec, schema: Schema, files: DataFile[]): FieldSummary[] {
   if (spec.fields.length === 0) return [];
   return partitionSummaries(partitionType(spec, schema), files.map((f) => f.partition));
+}
+
+/**
+ * spec §First Row ID Assignment (v3): data manifests without a `first_row_id` get one, counting on
+ * from the table's `next-row-id` by each one's added and existing rows (the spec's simple, valid
+ * upper bound); the snapshot records where it started and how many IDs it reserved.
+ */
+function assignFirstRowIds(manifests: ManifestFile[], nextRowId: number): { manifests: ManifestFile[]; firstRowId: number; addedRows: number } {
+  let next = nextRowId;
+  const out = manifests.map((m) => {
+    if (m.content !== 0 || m['first-row-id'] !== undefined) return m;
+    const assigned = { ...m, 'first-row-id': next };
+    next += m['added-rows-count'] + m['existing-rows-count'];
+    return assigned;
+  });
+  return { manifests: out, firstRowId: nextRowId, addedRows: next - nextRowId };
 }
 
 function minOf(xs: number[], empty: number): number {

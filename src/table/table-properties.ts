@@ -18,7 +18,34 @@ export const Props = {
   commitRetries: 'commit.retry.num-retries',
   nameMapping: 'schema.name-mapping.default',
   deltaCheckpointInterval: 'delta.checkpointInterval',
+  /** How merges change rows: `copy-on-write` (default) or `merge-on-read` (deletion vectors). */
+  mergeMode: 'write.merge.mode',
+  /** How deletes by predicate remove rows: `copy-on-write` (default) or `merge-on-read`. */
+  deleteMode: 'write.delete.mode',
+  /** A creation-time choice, not stored as a property (spec §Reserved properties): 2 (default) or 3. */
+  formatVersion: 'format-version',
 } as const;
+
+export type RowChangeStrategy = 'copy-on-write' | 'merge-on-read';
+
+/**
+ * The strategy a merge or delete uses: the caller's choice, else the table's `write.merge.mode` /
+ * `write.delete.mode`. Merge-on-read needs row-level deletes, which Iceberg v1 cannot hold.
+ */
+export function rowChangeStrategy(metadata: TableMetadata, op: 'merge' | 'delete', requested?: string): RowChangeStrategy {
+  const key = op === 'merge' ? Props.mergeMode : Props.deleteMode;
+  const raw = requested ?? metadata.properties[key] ?? 'copy-on-write';
+  const where = requested !== undefined ? `${op} strategy` : `table property ${key}`;
+  if (raw !== 'copy-on-write' && raw !== 'merge-on-read') {
+    throw invalidInput(`${where}: expected copy-on-write or merge-on-read, found ${JSON.stringify(raw)}`);
+  }
+  if (raw === 'merge-on-read' && metadata['format-version'] < 2) {
+    throw invalidInput(
+      `${where}: merge-on-read writes row-level deletes, which an Iceberg v${metadata['format-version']} table cannot hold; use copy-on-write or a v2/v3 table`,
+    );
+  }
+  return raw;
+}
 
 export type TableFormat = 'iceberg' | 'delta';
 

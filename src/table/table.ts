@@ -3,7 +3,7 @@ import { parseStats } from '../spec/delta/stats.ts';
 import { deltaHistory, deltaScanTask, readDeltaSnapshot } from './delta-log.ts';
 import { writeDeltaOnly } from './delta-writer.ts';
 import { syncDelta } from './delta-sync.ts';
-import { deleteRows, mergeTable, type MergeOptions, type MergeResult } from './merge.ts';
+import { deleteRows, mergeTable, type DeleteOptions, type MergeOptions, type MergeResult } from './merge.ts';
 import type { Schema, StructType, TableMetadata } from '../spec/iceberg/types.ts';
 import { ancestors, currentSchema, currentSnapshot, specById } from '../spec/iceberg/table-metadata.ts';
 import { formatPartitionSpec } from '../spec/iceberg/partition-spec-parser.ts';
@@ -109,9 +109,9 @@ export class Table {
   }
 
   /** Deletes the rows matching a filter, e.g. `region = 'us' AND ts < '2020-01-01'`. */
-  delete(where: string): Promise<MergeResult> {
+  delete(where: string, opts: DeleteOptions = {}): Promise<MergeResult> {
     if (this.deltaOnlyLocation()) throw unsupported(`table ${this.name}: deleting from a Delta-only table is not supported`);
-    return deleteRows(this.ctx, where);
+    return deleteRows(this.ctx, where, opts);
   }
 
   /**

@@ -508,3 +508,11 @@ export function inheritFirstRowIds(entries: readonly ManifestEntry[], manifestFi
     return out;
   });
 }
+
+/**
+ * A delete file entry's identity: its path, plus the blob offset for a deletion vector (one
+ * Puffin file holds the vectors of many data files, each its own manifest entry).
+ */
+export function deleteFileKey(d: DataFile): string {
+  return d['content-offset'] === undefined ? d['file-path'] : `${d['file-path']}@${d['content-offset']}`;
+}

@@ -1,0 +1,250 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { dataInvalid, unsupported } from '../core/errors.ts';
+import { newUuid } from '../core/ids.ts';
+import { joinUri, localPath } from '../core/uri.ts';
+import { quoteString } from '../engine/duckdb-session.ts';
+import type { FileIO } from '../io/file-io.ts';
+import { decodeDeletionVectorBlob, deletionVectorFileName, encodeDeletionVectorFile, fileDescriptor } from '../spec/delta/deletion-vector.ts';
+import type { DeletionVectorDescriptor } from '../spec/delta/actions.ts';
+import { encodeDeletionVectorPuffin } from '../spec/iceberg/puffin.ts';
+import { DataFileContent, type DataFile, type TableMetadata } from '../spec/iceberg/types.ts';
+import { RoaringBitmap64 } from '../spec/roaring.ts';
+import { applicableDeletes, enginePath } from './iceberg-scan.ts';
+import type { TableContext } from './table-context.ts';
+import { tableFormats } from './table-properties.ts';
+
+/**
+ * Row-level deletes written by merge-on-read, and the deletes a merge or delete must respect when
+ * it reads the files it changes.
+ *
+ * - Iceberg v3: one Puffin file per commit with a `deletion-vector-v1` blob per data file (spec
+ *   §Deletion Vectors). Delta's DV descriptor points at the same bytes (storage type `p`), so the
+ *   bitmap is written once for both formats.
+ * - Iceberg v2: a position delete file per data file (spec §Position Delete Files), naming it in
+ *   `referenced_data_file`, and — for tables that keep Delta — a Delta DV file with the same
+ *   positions, named by the same UUID so the Delta projection can find it from the Iceberg metadata.
+ *
+ * Either way a data file has at most one delete file of ours: a new delete merges the positions
+ * already deleted and replaces the old file in the same snapshot.
+ */
+
+/** Reserved field IDs of position delete files (spec §Reserved Field IDs). */
+const FILE_PATH_ID = 2147483546;
+const POS_ID = 2147483545;
+
+const POSITION_DELETE_SUFFIX = '-deletes.parquet';
+
+/** The UUID a Twinlake position delete file is named by, or undefined for another writer's file. */
+export function positionDeleteUuid(uri: string): string | undefined {
+  const name = uri.slice(uri.lastIndexOf('/') + 1);
+  const m = /^([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})-deletes\.parquet$/.exec(name);
+  return m?.[1];
+}
+
+/** The Delta DV file that repeats a v2 position delete file's positions (PROTOCOL.md storage type `u`). */
+export function deltaDvFileUri(location: string, uuid: string): string {
+  return joinUri(location, deletionVectorFileName(uuid));
+}
+
+/**
+ * The Delta DV descriptor of an Iceberg delete file Twinlake wrote. A Puffin deletion vector is
+ * the framed bytes a Delta DV file holds (size, magic + bitmap, CRC), so Delta points into the
+ * Puffin file with an absolute path and the frame's offset. A v2 position delete file has its
+ * Delta DV file of the same UUID.
+ */
+export async function deltaDescriptor(io: FileIO, location: string, d: DataFile): Promise<DeletionVectorDescriptor> {
+  if (d['file-format'] === 'PUFFIN') {
+    return fileDescriptor({ absolutePath: d['file-path'] }, { offset: d['content-offset']!, sizeInBytes: d['content-size-in-bytes']! - 8, cardinality: d['record-count'] });
+  }
+  const uuid = positionDeleteUuid(d['file-path']);
+  if (uuid === undefined) throw dataInvalid(`delta projection: ${d['file-path']} is not a Twinlake position delete file; its deletes have no Delta deletion vector`);
+  const uri = deltaDvFileUri(location, uuid);
+  const bytes = await io.read(uri);
+  const bitmap = decodeDeletionVectorBlob(bytes.subarray(1), { where: uri });
+  if (bitmap.cardinality !== d['record-count']) throw dataInvalid(`${uri}: expected ${d['record-count']} positions like ${d['file-path']}, found ${bitmap.cardinality}`);
+  return fileDescriptor({ uuid }, { offset: 1, sizeInBytes: bytes.length - 9, cardinality: bitmap.cardinality });
+}
+
+/** The deleted rows of a data file as a merge finds them: positions, and the delete files to replace. */
+export interface ExistingDeletes {
+  positions: RoaringBitmap64;
+  /** Delete files that name only this data file (ours, and file-scoped ones of other writers). */
+  replaceable: DataFile[];
+}
+
+/**
+ * The row-level deletes that apply to `files` (by the spec's scope rules), loaded as positions.
+ * Equality deletes cannot be turned into positions without reading every row, so a table with
+ * equality deletes on these files is refused.
+ */
+export async function existingDeletes(
+  ctx: TableContext,
+  metadata: TableMetadata,
+  live: { data: DataFile[]; deletes: DataFile[]; sequenceNumbers: Map<DataFile, number | undefined> },
+  files: DataFile[],
+): Promise<Map<string, ExistingDeletes>> {
+  const out = new Map<string, ExistingDeletes>();
+  if (live.deletes.length === 0) return out;
+  const applicable = applicableDeletes(metadata, live.data, live.deletes, live.sequenceNumbers);
+  const session = await ctx.session();
+  for (const file of files) {
+    const found = applicable(file);
+    if (!found) continue;
+    const path = file['file-path'];
+    if (found.equality.length > 0) {
+      throw unsupported(`${path} has equality deletes (${found.equality[0]!['file-path']}); merging into or deleting from it needs them rewritten as positions first`);
+    }
+    const positions = new RoaringBitmap64();
+    const replaceable: DataFile[] = [];
+    if (found.dv) {
+      const dv = found.dv;
+      const bytes = await readRange(ctx.io, dv['file-path'], dv['content-offset']!, dv['content-size-in-bytes']!);
+      positions.addAll(decodeDeletionVectorBlob(bytes, { expectedSize: bytes.length - 8, where: `deletion vector ${dv['file-path']}@${dv['content-offset']}` }));
+      replaceable.push(dv);
+    }
+    for (const p of found.positionFiles) {
+      const rows = await session.all(
+        `SELECT pos FROM read_parquet(${quoteString(localPath(enginePath(ctx.io, p['file-path'])))}) WHERE file_path = ${quoteString(path)}`,
+      );
+      for (const r of rows) positions.add(r.pos as bigint);
+      if (p['referenced-data-file'] === path) replaceable.push(p);
+    }
+    out.set(path, { positions, replaceable });
+  }
+  return out;
+}
+
+async function readRange(io: FileIO, uri: string, offset: number, length: number): Promise<Uint8Array> {
+  const all = await io.read(uri);
+  if (all.length < offset + length) throw dataInvalid(`${uri}: expected ${length} bytes at ${offset}, the file has ${all.length}`);
+  return all.subarray(offset, offset + length);
+}
+
+/**
+ * Loads deleted positions into the temp table `name` (`f` the data file as the engine reads it,
+ * `pos`), for anti-joins that hide deleted rows from a merge. Positions go in as runs.
+ */
+export async function loadDeletedPositions(ctx: TableContext, name: string, existing: Map<string, ExistingDeletes>): Promise<void> {
+  const session = await ctx.session();
+  await session.run(`CREATE OR REPLACE TEMP TABLE ${name} (f VARCHAR, pos BIGINT)`);
+  const runs: string[] = [];
+  const flush = async () => {
+    if (runs.length === 0) return;
+    await session.run(`INSERT INTO ${name} SELECT f, unnest(range(lo, hi)) FROM (VALUES ${runs.join(', ')}) AS r(f, lo, hi)`);
+    runs.length = 0;
+  };
+  for (const [path, d] of existing) {
+    const f = quoteString(localPath(enginePath(ctx.io, path)));
+    for (const [lo, hi] of d.positions.ranges()) {
+      runs.push(`(${f}, ${lo}::BIGINT, ${hi}::BIGINT)`);
+      if (runs.length >= 5000) await flush();
+    }
+  }
+  await flush();
+}
+
+export interface WrittenDeletes {
+  /** The delete files to add to the Iceberg snapshot. */
+  deletes: DataFile[];
+  /** Every file written (to remove if the commit is abandoned). */
+  files: string[];
+}
+
+/**
+ * Writes the deletes of a merge-on-read change: for each data file, every position deleted so far
+ * (`bitmap` already holds the old ones). v3 tables get one Puffin file; v2 tables a position
+ * delete file per data file (and its Delta DV file when the table keeps Delta).
+ */
+export async function writeRowDeletes(ctx: TableContext, metadata: TableMetadata, targets: { file: DataFile; bitmap: RoaringBitmap64 }[]): Promise<WrittenDeletes> {
+  if (targets.length === 0) return { deletes: [], files: [] };
+  if (metadata['format-version'] >= 3) return writePuffinDeletes(ctx, metadata, targets);
+  return writePositionDeletes(ctx, metadata, targets);
+}
+
+async function writePuffinDeletes(ctx: TableContext, metadata: TableMetadata, targets: { file: DataFile; bitmap: RoaringBitmap64 }[]): Promise<WrittenDeletes> {
+  const uri = joinUri(metadata.location, 'data', `${newUuid()}-deletes.puffin`);
+  const { bytes, entries } = encodeDeletionVectorPuffin(targets.map((t) => ({ referencedDataFile: t.file['file-path'], bitmap: t.bitmap })), { 'created-by': 'twinlake' });
+  await ctx.io.write(uri, bytes);
+  const deletes = entries.map((e, i): DataFile => {
+    const data = targets[i]!.file;
+    return {
+      content: DataFileContent.PositionDeletes,
+      'file-path': uri,
+      'file-format': 'PUFFIN',
+      partition: data.partition,
+      'spec-id': data['spec-id'],
+      'record-count': e.cardinality,
+      'file-size-in-bytes': bytes.length,
+      'referenced-data-file': e.referencedDataFile,
+      'content-offset': e.contentOffset,
+      'content-size-in-bytes': e.contentSizeInBytes,
+    };
+  });
+  return { deletes, files: [uri] };
+}
+
+async function writePositionDeletes(ctx: TableContext, metadata: TableMetadata, targets: { file: DataFile; bitmap: RoaringBitmap64 }[]): Promise<WrittenDeletes> {
+  const session = await ctx.session();
+  const withDelta = tableFormats(metadata.properties).includes('delta');
+  const staging = await mkdtemp(join(tmpdir(), 'twinlake-deletes-'));
+  const written: string[] = [];
+  try {
+    const deletes: DataFile[] = [];
+    for (const { file, bitmap } of targets) {
+      const uuid = newUuid();
+      const uri = joinUri(metadata.location, 'data', `${uuid}${POSITION_DELETE_SUFFIX}`);
+      const local = join(staging, `${uuid}.parquet`);
+      const runs = [...bitmap.ranges()].map(([lo, hi]) => `(${lo}::BIGINT, ${hi}::BIGINT)`);
+      const path = file['file-path'];
+      await session.run(
+        `COPY (SELECT ${quoteString(path)} AS file_path, unnest(range(lo, hi)) AS pos FROM (VALUES ${runs.join(', ')}) AS r(lo, hi) ORDER BY pos) ` +
+          `TO ${quoteString(local)} (FORMAT parquet, COMPRESSION zstd, FIELD_IDS {file_path: ${FILE_PATH_ID}, pos: ${POS_ID}})`,
+      );
+      const bytes = await readFile(local);
+      await ctx.io.write(uri, bytes);
+      written.push(uri);
+      if (withDelta) {
+        const dvUri = deltaDvFileUri(metadata.location, uuid);
+        await ctx.io.write(dvUri, encodeDeletionVectorFile([bitmap]).bytes);
+        written.push(dvUri);
+      }
+      const pathBytes = new TextEncoder().encode(path);
+      const [lo] = bitmap.ranges();
+      const ranges = [...bitmap.ranges()];
+      const last = ranges[ranges.length - 1]![1] - 1n;
+      deletes.push({
+        content: DataFileContent.PositionDeletes,
+        'file-path': uri,
+        'file-format': 'PARQUET',
+        partition: file.partition,
+        'spec-id': file['spec-id'],
+        'record-count': bitmap.cardinality,
+        'file-size-in-bytes': bytes.length,
+        'referenced-data-file': path,
+        'lower-bounds': new Map([
+          [FILE_PATH_ID, pathBytes],
+          [POS_ID, longBytes(lo![0])],
+        ]),
+        'upper-bounds': new Map([
+          [FILE_PATH_ID, pathBytes],
+          [POS_ID, longBytes(last)],
+        ]),
+      });
+    }
+    return { deletes, files: written };
+  } catch (e) {
+    await Promise.all(written.map((u) => ctx.io.delete(u).catch(() => undefined)));
+    throw e;
+  } finally {
+    await rm(staging, { recursive: true, force: true });
+  }
+}
+
+/** A long in single-value form (spec Appendix D: 8 bytes, little-endian). */
+function longBytes(v: bigint): Uint8Array {
+  const out = new Uint8Array(8);
+  new DataView(out.buffer).setBigInt64(0, v, true);
+  return out;
+}
