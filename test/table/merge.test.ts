@@ -200,28 +200,38 @@ describe('two merging processes on one table', () => {
   const tmp = tempDir();
   afterAll(() => tmp.cleanup());
 
-  it('both succeed and every key appears once, in both formats', async () => {
-    const lake = await Lakehouse.open({ warehouse: tmp.path });
-    // Both writers' keys start in the same file, so their rewrites collide and must be re-run.
-    await lake.table('mc.t').append([...Array.from({ length: 40 }, (_, i) => ({ id: i, owner: 'seed', round: -1 })), ...Array.from({ length: 40 }, (_, i) => ({ id: 1000 + i, owner: 'seed', round: -1 }))]);
-    await lake.close();
-    const [a, b] = await Promise.all([worker(['merge-worker.ts', tmp.path, 'mc.t', 'A', '6']), worker(['merge-worker.ts', tmp.path, 'mc.t', 'B', '6'])]);
-    expect(a.code, a.stderr).toBe(0);
-    expect(b.code, b.stderr).toBe(0);
-    const check = await Lakehouse.open({ warehouse: tmp.path });
-    try {
-      for (const format of ['iceberg', 'delta'] as const) {
-        const rows = await check.table('mc.t').read({ format });
-        const ids = rows.map((r) => Number(r.id)).sort((x, y) => x - y);
-        expect(ids).toEqual([...Array.from({ length: 40 }, (_, i) => i), ...Array.from({ length: 40 }, (_, i) => 1000 + i)]);
-        // The last round of each writer covers 20 of its keys.
-        expect(rows.filter((r) => r.owner === 'A' && Number(r.round) === 5)).toHaveLength(20);
-        expect(rows.filter((r) => r.owner === 'B' && Number(r.round) === 5)).toHaveLength(20);
+  const cases = [
+    { strategy: 'copy-on-write', version: '2' },
+    { strategy: 'merge-on-read', version: '2' },
+    { strategy: 'merge-on-read', version: '3' },
+  ] as const;
+  for (const { strategy, version } of cases) {
+    it(`both succeed and every key appears once, in both formats (${strategy}, v${version})`, async () => {
+      const table = `mc.${strategy === 'copy-on-write' ? 'cow' : 'mor'}_v${version}`;
+      const lake = await Lakehouse.open({ warehouse: tmp.path });
+      // Both writers' keys start in the same file, so their changes collide and must be re-run.
+      const seed = [...Array.from({ length: 40 }, (_, i) => ({ id: i, owner: 'seed', round: -1 })), ...Array.from({ length: 40 }, (_, i) => ({ id: 1000 + i, owner: 'seed', round: -1 }))];
+      await lake.table(table).append(seed, { properties: { 'format-version': version } });
+      await lake.close();
+      const [a, b] = await Promise.all([worker(['merge-worker.ts', tmp.path, table, 'A', '6', strategy]), worker(['merge-worker.ts', tmp.path, table, 'B', '6', strategy])]);
+      expect(a.code, a.stderr).toBe(0);
+      expect(b.code, b.stderr).toBe(0);
+      const check = await Lakehouse.open({ warehouse: tmp.path });
+      try {
+        for (const format of ['iceberg', 'delta'] as const) {
+          const rows = await check.table(table).read({ format });
+          const ids = rows.map((r) => Number(r.id)).sort((x, y) => x - y);
+          expect(ids).toEqual([...Array.from({ length: 40 }, (_, i) => i), ...Array.from({ length: 40 }, (_, i) => 1000 + i)]);
+          // The last round of each writer covers 20 of its keys.
+          expect(rows.filter((r) => r.owner === 'A' && Number(r.round) === 5)).toHaveLength(20);
+          expect(rows.filter((r) => r.owner === 'B' && Number(r.round) === 5)).toHaveLength(20);
+        }
+        if (strategy === 'merge-on-read') await expectOneDeleteFilePerDataFile(check.table(table), table);
+      } finally {
+        await check.close();
       }
-    } finally {
-      await check.close();
-    }
-  });
+    });
+  }
 });
 
 function worker(args: string[]): Promise<{ code: number; stderr: string }> {

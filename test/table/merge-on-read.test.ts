@@ -1,0 +1,171 @@
+import { readdir, readFile, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { TwinlakeError, type Table } from '../../src/index.ts';
+import { decodeManifestList } from '../../src/spec/iceberg/manifest-list.ts';
+import { decodeManifest } from '../../src/spec/iceberg/manifest.ts';
+import { parseTableMetadata } from '../../src/spec/iceberg/table-metadata.ts';
+import type { TableMetadata } from '../../src/spec/iceberg/types.ts';
+import { rowChangeStrategy } from '../../src/table/table-properties.ts';
+import { lakehouseFixture } from '../lakehouse-fixture.ts';
+
+/** The newest metadata file of a table, read from disk. */
+async function metadataOf(dir: string): Promise<TableMetadata> {
+  const names = (await readdir(join(dir, 'metadata'))).filter((n) => /^v\d+\.metadata\.json$/.test(n));
+  const newest = names.sort((a, b) => Number(a.slice(1).split('.')[0]) - Number(b.slice(1).split('.')[0])).at(-1)!;
+  return parseTableMetadata(await readFile(join(dir, 'metadata', newest), 'utf8'));
+}
+
+const ids = (rows: Record<string, unknown>[]) => rows.map((r) => Number(r.id)).sort((a, b) => a - b);
+
+async function bothFormats(t: Table): Promise<number[]> {
+  const viaIceberg = ids(await t.read());
+  const viaDelta = ids(await t.read({ format: 'delta' }));
+  expect(viaDelta).toEqual(viaIceberg);
+  return viaIceberg;
+}
+
+describe('merge-on-read deletes', () => {
+  const fx = lakehouseFixture();
+  const dirOf = (name: string) => join(fx.warehouse, ...name.split('.'));
+
+  for (const version of ['2', '3'] as const) {
+    it(`delete by predicate writes deletes instead of rewriting files, and a second delete merges into the first (v${version})`, async () => {
+      const name = `mor.del_v${version}`;
+      const t = fx.lake.table(name);
+      await t.append(
+        Array.from({ length: 90 }, (_, i) => ({ id: i, grp: ['a', 'b', 'c'][i % 3] })),
+        { partition: 'grp', properties: { 'format-version': version, 'write.delete.mode': 'merge-on-read' } },
+      );
+      const before = await t.describe();
+      const first = await t.delete("grp = 'b' AND id < 40");
+      expect(first.strategy).toBe('merge-on-read');
+      expect(first.deleted).toBe(13);
+      expect(first.rewrittenFiles).toBe(0);
+      expect(first.files).toBe(0);
+      expect(first.deleteFiles).toBe(1);
+      expect(await bothFormats(t)).toEqual(Array.from({ length: 90 }, (_, i) => i).filter((i) => !(i % 3 === 1 && i < 40)));
+
+      const second = await t.delete('id >= 80');
+      expect(second.deleted).toBe(10);
+      // Three files hold ids >= 80; the one with a delete file already gets a merged one.
+      expect(second.deleteFiles).toBe(3);
+      const expected = Array.from({ length: 90 }, (_, i) => i).filter((i) => !(i % 3 === 1 && i < 40) && i < 80);
+      expect(await bothFormats(t)).toEqual(expected);
+
+      // Data files are untouched; every data file has one delete file, holding all its deleted rows.
+      const after = await t.describe();
+      expect(after.files).toBe(before.files);
+      const metadata = await metadataOf(dirOf(name));
+      const snapshot = metadata.snapshots.at(-1)!;
+      expect(snapshot.summary.operation).toBe('delete');
+      expect(snapshot.summary['total-delete-files']).toBe('3');
+      expect(snapshot.summary['total-position-deletes']).toBe(String(13 + 10));
+      expect(snapshot.summary['removed-delete-files']).toBe('1');
+      const plan = await t.plan();
+      const cardinality = plan.task.files.map((f) => (f.deletes?.positions ?? []).length);
+      expect(cardinality.every((n) => n <= 1)).toBe(true);
+      // Delta: the same files, each with its DV's cardinality.
+      const delta = await t.plan({ format: 'delta' });
+      expect(delta.task.files.length).toBe(plan.task.files.length);
+    });
+  }
+
+  it('a copy-on-write merge into a file with deletes keeps them deleted and drops its deletion vector', async () => {
+    const name = 'mor.mixed';
+    const t = fx.lake.table(name);
+    await t.append(Array.from({ length: 20 }, (_, i) => ({ id: i, v: 0 })), { properties: { 'format-version': '3', 'write.delete.mode': 'merge-on-read' } });
+    await t.delete('id < 5');
+    const r = await t.merge([{ id: 10, v: 1 }, { id: 3, v: 1 }], { keys: ['id'] });
+    expect(r.strategy).toBe('copy-on-write');
+    // Key 3 was deleted already: it is a new row, not an update.
+    expect(r.updated).toBe(1);
+    expect(r.inserted).toBe(1);
+    expect(await bothFormats(t)).toEqual([3, ...Array.from({ length: 15 }, (_, i) => i + 5)]);
+    const snapshot = (await metadataOf(dirOf(name))).snapshots.at(-1)!;
+    expect(snapshot.summary['total-delete-files']).toBe('0');
+    expect(snapshot.summary['removed-delete-files']).toBe('1');
+    const log = join(dirOf(name), '_delta_log');
+    const last = (await readdir(log)).filter((n) => n.endsWith('.json') && !n.startsWith('_')).sort().at(-1)!;
+    const actions = (await readFile(join(log, last), 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
+    // Delta removes the logical file it knew: the data file with its deletion vector.
+    expect(actions.find((a) => a.remove)?.remove.deletionVector?.storageType).toBe('p');
+  });
+
+  for (const version of ['2', '3'] as const) {
+    it(`the Delta log is a projection of Iceberg: a lost merge-on-read version is written again, byte for byte (v${version})`, async () => {
+      const name = `mor.sync_v${version}`;
+      const t = fx.lake.table(name);
+      await t.append(Array.from({ length: 30 }, (_, i) => ({ id: i, v: 0 })), { properties: { 'format-version': version, 'write.merge.mode': 'merge-on-read' } });
+      const r = await t.merge([{ id: 4, v: 1 }, { id: 7, v: 1 }, { id: 100, v: 1 }], { keys: ['id'] });
+      const file = join(dirOf(name), '_delta_log', `${String(r.deltaVersion).padStart(20, '0')}.json`);
+      const written = await readFile(file, 'utf8');
+      expect(written).toContain('"deletionVector"');
+      await rm(file);
+      const synced = await t.syncDelta();
+      expect(synced.written).toEqual([r.deltaVersion]);
+      expect(await readFile(file, 'utf8')).toBe(written);
+      expect(await bothFormats(t)).toEqual([...Array.from({ length: 30 }, (_, i) => i), 100]);
+    });
+  }
+
+  it('v3 tables keep row lineage: every snapshot starts at next-row-id and reserves its rows', async () => {
+    const name = 'mor.lineage';
+    const t = fx.lake.table(name);
+    await t.append(Array.from({ length: 10 }, (_, i) => ({ id: i })), { properties: { 'format-version': '3', 'write.merge.mode': 'merge-on-read' } });
+    await t.append(Array.from({ length: 5 }, (_, i) => ({ id: 10 + i })));
+    await t.merge([{ id: 2 }, { id: 50 }], { keys: ['id'] });
+    await t.merge([{ id: 3 }], { keys: ['id'], strategy: 'copy-on-write' });
+    const metadata = await metadataOf(dirOf(name));
+    expect(metadata['format-version']).toBe(3);
+    let next = 0;
+    for (const s of metadata.snapshots) {
+      expect(s['first-row-id']).toBe(next);
+      next += s['added-rows']!;
+      // Every data manifest of the snapshot has a first_row_id; no two ranges overlap.
+      const list = decodeManifestList(await readFile(new URL(s['manifest-list'])));
+      const ranges = list
+        .filter((m) => m.content === 0)
+        .map((m) => [m['first-row-id']!, m['first-row-id']! + m['added-rows-count'] + m['existing-rows-count']] as const)
+        .sort((a, b) => a[0] - b[0]);
+      for (const [lo] of ranges) expect(lo).toBeTypeOf('number');
+      for (let i = 1; i < ranges.length; i++) expect(ranges[i]![0]).toBeGreaterThanOrEqual(ranges[i - 1]![1]);
+      for (const m of list.filter((x) => x.content === 1)) expect(m['first-row-id']).toBeUndefined();
+    }
+    expect(metadata['next-row-id']).toBe(next);
+    // Rewritten manifests carry the row IDs their files inherited.
+    const current = metadata.snapshots.at(-1)!;
+    for (const m of decodeManifestList(await readFile(new URL(current['manifest-list'])))) {
+      if (m.content !== 0) continue;
+      const { entries } = decodeManifest(await readFile(new URL(m['manifest-path'])));
+      for (const e of entries) if (e.status !== 1) expect(e['data-file']['first-row-id']).toBeTypeOf('number');
+    }
+  });
+});
+
+describe('merge-on-read: bad input commits nothing', () => {
+  const fx = lakehouseFixture();
+
+  it('refuses unknown strategies and format versions, at creation and per call', async () => {
+    const t = fx.lake.table('bad.t');
+    const bad: Record<string, string>[] = [{ 'write.merge.mode': 'sometimes' }, { 'write.delete.mode': 'later' }, { 'format-version': '1' }, { 'format-version': '4' }];
+    for (const properties of bad) {
+      const err = await t.append([{ id: 1 }], { properties }).catch((e) => e);
+      expect(err).toBeInstanceOf(TwinlakeError);
+      expect(err.message).toMatch(/write\.merge\.mode|write\.delete\.mode|format-version/);
+    }
+    expect(await fx.lake.table('bad.t').exists()).toBe(false);
+    const first = await t.append([{ id: 1 }, { id: 2 }]);
+    const err = await t.merge([{ id: 1 }], { keys: ['id'], strategy: 'eventually' as never }).catch((e) => e);
+    expect(err.message).toMatch(/merge strategy: expected copy-on-write or merge-on-read, found "eventually"/);
+    const d = await t.describe();
+    expect(d.currentSnapshotId).toBe(first.snapshotId);
+  });
+
+  it('refuses merge-on-read on an Iceberg v1 table, which cannot hold row-level deletes', () => {
+    const v1 = { 'format-version': 1, properties: {} } as unknown as TableMetadata;
+    expect(() => rowChangeStrategy(v1, 'merge', 'merge-on-read')).toThrow(/Iceberg v1 table cannot hold/);
+    expect(() => rowChangeStrategy({ ...v1, properties: { 'write.delete.mode': 'merge-on-read' } }, 'delete')).toThrow(/table property write\.delete\.mode/);
+    expect(rowChangeStrategy(v1, 'merge')).toBe('copy-on-write');
+  });
+});
