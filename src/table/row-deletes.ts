@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { dataInvalid, unsupported } from '../core/errors.ts';
 import { newUuid } from '../core/ids.ts';
+import { mapLimit } from '../core/concurrency.ts';
 import { joinUri, localPath } from '../core/uri.ts';
 import { quoteString } from '../engine/duckdb-session.ts';
 import type { FileIO } from '../io/file-io.ts';
@@ -11,7 +12,7 @@ import type { DeletionVectorDescriptor } from '../spec/delta/actions.ts';
 import { encodeDeletionVectorPuffin } from '../spec/iceberg/puffin.ts';
 import { DataFileContent, type DataFile, type TableMetadata } from '../spec/iceberg/types.ts';
 import { RoaringBitmap64 } from '../spec/roaring.ts';
-import { applicableDeletes, enginePath } from './iceberg-scan.ts';
+import { applicableDeletes, enginePath, type ApplicableDeletes } from './iceberg-scan.ts';
 import type { TableContext } from './table-context.ts';
 import { tableFormats } from './table-properties.ts';
 
@@ -88,27 +89,40 @@ export async function existingDeletes(
   const out = new Map<string, ExistingDeletes>();
   if (live.deletes.length === 0) return out;
   const applicable = applicableDeletes(metadata, live.data, live.deletes, live.sequenceNumbers);
-  const session = await ctx.session();
+  const found = new Map<DataFile, ApplicableDeletes>();
   for (const file of files) {
-    const found = applicable(file);
-    if (!found) continue;
-    const path = file['file-path'];
-    if (found.equality.length > 0) {
-      throw unsupported(`${path} has equality deletes (${found.equality[0]!['file-path']}); merging into or deleting from it needs them rewritten as positions first`);
+    const d = applicable(file);
+    if (!d) continue;
+    if (d.equality.length > 0) {
+      throw unsupported(`${file['file-path']} has equality deletes (${d.equality[0]!['file-path']}); merging into or deleting from it needs them rewritten as positions first`);
     }
+    found.set(file, d);
+  }
+  // Position delete files are read in one query, keeping the rows of the files asked about.
+  const positionFiles = [...new Set([...found.values()].flatMap((d) => d.positionFiles.map((p) => p['file-path'])))];
+  const fromFiles = new Map<string, bigint[]>();
+  if (positionFiles.length > 0) {
+    const session = await ctx.session();
+    const wanted = [...found.keys()].filter((f) => found.get(f)!.positionFiles.length > 0).map((f) => quoteString(f['file-path']));
+    const list = positionFiles.map((p) => quoteString(localPath(enginePath(ctx.io, p))));
+    const rows = await session.all(
+      `SELECT file_path AS f, filename AS d, list(pos ORDER BY pos) AS p FROM read_parquet([${list.join(', ')}], filename = true) WHERE file_path IN (${wanted.join(', ')}) GROUP BY ALL`,
+    );
+    for (const r of rows) fromFiles.set(`${String(r.d)}\n${String(r.f)}`, r.p as bigint[]);
+  }
+  const puffinFiles = new Map<string, Promise<Uint8Array>>();
+  for (const [file, d] of found) {
+    const path = file['file-path'];
     const positions = new RoaringBitmap64();
     const replaceable: DataFile[] = [];
-    if (found.dv) {
-      const dv = found.dv;
-      const bytes = await readRange(ctx.io, dv['file-path'], dv['content-offset']!, dv['content-size-in-bytes']!);
+    if (d.dv) {
+      const dv = d.dv;
+      const bytes = await readRange(ctx.io, dv['file-path'], dv['content-offset']!, dv['content-size-in-bytes']!, puffinFiles);
       positions.addAll(decodeDeletionVectorBlob(bytes, { expectedSize: bytes.length - 8, where: `deletion vector ${dv['file-path']}@${dv['content-offset']}` }));
       replaceable.push(dv);
     }
-    for (const p of found.positionFiles) {
-      const rows = await session.all(
-        `SELECT pos FROM read_parquet(${quoteString(localPath(enginePath(ctx.io, p['file-path'])))}) WHERE file_path = ${quoteString(path)}`,
-      );
-      for (const r of rows) positions.add(r.pos as bigint);
+    for (const p of d.positionFiles) {
+      for (const pos of fromFiles.get(`${localPath(enginePath(ctx.io, p['file-path']))}\n${path}`) ?? []) positions.add(pos);
       if (p['referenced-data-file'] === path) replaceable.push(p);
     }
     out.set(path, { positions, replaceable });
@@ -116,33 +130,40 @@ export async function existingDeletes(
   return out;
 }
 
-async function readRange(io: FileIO, uri: string, offset: number, length: number): Promise<Uint8Array> {
-  const all = await io.read(uri);
+async function readRange(io: FileIO, uri: string, offset: number, length: number, cache: Map<string, Promise<Uint8Array>>): Promise<Uint8Array> {
+  let pending = cache.get(uri);
+  if (!pending) cache.set(uri, (pending = io.read(uri)));
+  const all = await pending;
   if (all.length < offset + length) throw dataInvalid(`${uri}: expected ${length} bytes at ${offset}, the file has ${all.length}`);
   return all.subarray(offset, offset + length);
 }
 
 /**
  * Loads deleted positions into the temp table `name` (`f` the data file as the engine reads it,
- * `pos`), for anti-joins that hide deleted rows from a merge. Positions go in as runs.
+ * `pos`), for anti-joins that hide deleted rows from a merge. Positions go in as lists and runs.
  */
 export async function loadDeletedPositions(ctx: TableContext, name: string, existing: Map<string, ExistingDeletes>): Promise<void> {
   const session = await ctx.session();
   await session.run(`CREATE OR REPLACE TEMP TABLE ${name} (f VARCHAR, pos BIGINT)`);
-  const runs: string[] = [];
-  const flush = async () => {
-    if (runs.length === 0) return;
-    await session.run(`INSERT INTO ${name} SELECT f, unnest(range(lo, hi)) FROM (VALUES ${runs.join(', ')}) AS r(f, lo, hi)`);
-    runs.length = 0;
-  };
   for (const [path, d] of existing) {
-    const f = quoteString(localPath(enginePath(ctx.io, path)));
-    for (const [lo, hi] of d.positions.ranges()) {
-      runs.push(`(${f}, ${lo}::BIGINT, ${hi}::BIGINT)`);
-      if (runs.length >= 5000) await flush();
-    }
+    await session.run(`INSERT INTO ${name} SELECT ${quoteString(localPath(enginePath(ctx.io, path)))}, pos FROM (${positionsSql(d.positions)})`);
   }
-  await flush();
+}
+
+/**
+ * A relation of one BIGINT column `pos` holding the bitmap's positions: scattered positions as
+ * one list literal, runs as ranges (a long VALUES list is slow to parse; a list is not).
+ */
+function positionsSql(bitmap: RoaringBitmap64): string {
+  const ranges = [...bitmap.ranges()];
+  const singles = ranges.filter(([lo, hi]) => hi - lo === 1n).map(([lo]) => lo);
+  const runs = ranges.filter(([lo, hi]) => hi - lo > 1n);
+  const parts: string[] = [];
+  if (singles.length > 0) parts.push(`SELECT unnest([${singles.join(',')}]::BIGINT[]) AS pos`);
+  if (runs.length > 0) {
+    parts.push(`SELECT unnest(range(lo, hi)) AS pos FROM (SELECT unnest([${runs.map(([lo]) => lo).join(',')}]::BIGINT[]) AS lo, unnest([${runs.map(([, hi]) => hi).join(',')}]::BIGINT[]) AS hi)`);
+  }
+  return parts.length > 0 ? parts.join(' UNION ALL ') : 'SELECT NULL::BIGINT AS pos WHERE FALSE';
 }
 
 export interface WrittenDeletes {
@@ -191,30 +212,28 @@ async function writePositionDeletes(ctx: TableContext, metadata: TableMetadata, 
   const staging = await mkdtemp(join(tmpdir(), 'twinlake-deletes-'));
   const written: string[] = [];
   try {
-    const deletes: DataFile[] = [];
-    for (const { file, bitmap } of targets) {
+    for (const [i, { file, bitmap }] of targets.entries()) {
+      await session.run(
+        `COPY (SELECT ${quoteString(file['file-path'])} AS file_path, pos FROM (${positionsSql(bitmap)}) ORDER BY pos) ` +
+          `TO ${quoteString(join(staging, `${i}.parquet`))} (FORMAT parquet, COMPRESSION zstd, FIELD_IDS {file_path: ${FILE_PATH_ID}, pos: ${POS_ID}})`,
+      );
+    }
+    // Many small files: their (durable) writes overlap.
+    const deletes = await mapLimit(targets, 16, async ({ file, bitmap }, i): Promise<DataFile> => {
       const uuid = newUuid();
       const uri = joinUri(metadata.location, 'data', `${uuid}${POSITION_DELETE_SUFFIX}`);
-      const local = join(staging, `${uuid}.parquet`);
-      const runs = [...bitmap.ranges()].map(([lo, hi]) => `(${lo}::BIGINT, ${hi}::BIGINT)`);
-      const path = file['file-path'];
-      await session.run(
-        `COPY (SELECT ${quoteString(path)} AS file_path, unnest(range(lo, hi)) AS pos FROM (VALUES ${runs.join(', ')}) AS r(lo, hi) ORDER BY pos) ` +
-          `TO ${quoteString(local)} (FORMAT parquet, COMPRESSION zstd, FIELD_IDS {file_path: ${FILE_PATH_ID}, pos: ${POS_ID}})`,
-      );
-      const bytes = await readFile(local);
-      await ctx.io.write(uri, bytes);
+      const bytes = await readFile(join(staging, `${i}.parquet`));
       written.push(uri);
+      await ctx.io.write(uri, bytes);
       if (withDelta) {
         const dvUri = deltaDvFileUri(metadata.location, uuid);
-        await ctx.io.write(dvUri, encodeDeletionVectorFile([bitmap]).bytes);
         written.push(dvUri);
+        await ctx.io.write(dvUri, encodeDeletionVectorFile([bitmap]).bytes);
       }
+      const path = file['file-path'];
       const pathBytes = new TextEncoder().encode(path);
-      const [lo] = bitmap.ranges();
       const ranges = [...bitmap.ranges()];
-      const last = ranges[ranges.length - 1]![1] - 1n;
-      deletes.push({
+      return {
         content: DataFileContent.PositionDeletes,
         'file-path': uri,
         'file-format': 'PARQUET',
@@ -225,14 +244,14 @@ async function writePositionDeletes(ctx: TableContext, metadata: TableMetadata, 
         'referenced-data-file': path,
         'lower-bounds': new Map([
           [FILE_PATH_ID, pathBytes],
-          [POS_ID, longBytes(lo![0])],
+          [POS_ID, longBytes(ranges[0]![0])],
         ]),
         'upper-bounds': new Map([
           [FILE_PATH_ID, pathBytes],
-          [POS_ID, longBytes(last)],
+          [POS_ID, longBytes(ranges[ranges.length - 1]![1] - 1n)],
         ]),
-      });
-    }
+      };
+    });
     return { deletes, files: written };
   } catch (e) {
     await Promise.all(written.map((u) => ctx.io.delete(u).catch(() => undefined)));
