@@ -1,7 +1,7 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { dataInvalid, unsupported } from '../core/errors.ts';
+import { dataInvalid, internal, unsupported } from '../core/errors.ts';
 import { newUuid } from '../core/ids.ts';
 import { mapLimit } from '../core/concurrency.ts';
 import { joinUri, localPath } from '../core/uri.ts';
@@ -21,46 +21,53 @@ import { tableFormats } from './table-properties.ts';
  * it reads the files it changes.
  *
  * - Iceberg v3: one Puffin file per commit with a `deletion-vector-v1` blob per data file (spec
- *   §Deletion Vectors). Delta's DV descriptor points at the same bytes (storage type `p`), so the
- *   bitmap is written once for both formats.
+ *   §Deletion Vectors). The blob is the framed DV of Delta's DV file format byte for byte (size,
+ *   magic and portable Roaring bitmap, CRC-32), but Delta readers cannot point into the Puffin
+ *   file: a Delta DV file must start with its format version byte `1` (PROTOCOL.md §Deletion
+ *   Vector Format), and delta-kernel-rs, the reader under delta-rs and DuckDB's delta extension,
+ *   checks that byte before it seeks to the offset, while a Puffin file starts with `PFA1`. So
+ *   the same blobs are written a second time as the Delta DV file of the same UUID: the version
+ *   byte, then the Puffin file's blob section as it is, so a blob at Puffin offset `o` is at
+ *   `o - 3` in the Delta file.
  * - Iceberg v2: a position delete file per data file (spec §Position Delete Files), naming it in
  *   `referenced_data_file`, and — for tables that keep Delta — a Delta DV file with the same
- *   positions, named by the same UUID so the Delta projection can find it from the Iceberg metadata.
+ *   positions, named by the same UUID.
  *
- * Either way a data file has at most one delete file of ours: a new delete merges the positions
- * already deleted and replaces the old file in the same snapshot.
+ * Either way the Delta projection derives each DV descriptor from the Iceberg delete file alone,
+ * and a data file has at most one delete file of ours: a new delete merges the positions already
+ * deleted and replaces the old file in the same snapshot.
  */
 
 /** Reserved field IDs of position delete files (spec §Reserved Field IDs). */
 const FILE_PATH_ID = 2147483546;
 const POS_ID = 2147483545;
 
-const POSITION_DELETE_SUFFIX = '-deletes.parquet';
+/** Puffin's 4-byte magic precedes the first blob; a Delta DV file's version byte precedes its first DV. */
+const PUFFIN_TO_DELTA_OFFSET = 3;
 
-/** The UUID a Twinlake position delete file is named by, or undefined for another writer's file. */
-export function positionDeleteUuid(uri: string): string | undefined {
+/** The UUID a Twinlake delete file (`<uuid>-deletes.parquet` or `.puffin`) is named by; undefined for another writer's file. */
+export function deleteFileUuid(uri: string): string | undefined {
   const name = uri.slice(uri.lastIndexOf('/') + 1);
-  const m = /^([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})-deletes\.parquet$/.exec(name);
+  const m = /^([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})-deletes\.(parquet|puffin)$/.exec(name);
   return m?.[1];
 }
 
-/** The Delta DV file that repeats a v2 position delete file's positions (PROTOCOL.md storage type `u`). */
+/** The Delta DV file that repeats a delete file's deletes (PROTOCOL.md storage type `u`). */
 export function deltaDvFileUri(location: string, uuid: string): string {
   return joinUri(location, deletionVectorFileName(uuid));
 }
 
 /**
- * The Delta DV descriptor of an Iceberg delete file Twinlake wrote. A Puffin deletion vector is
- * the framed bytes a Delta DV file holds (size, magic + bitmap, CRC), so Delta points into the
- * Puffin file with an absolute path and the frame's offset. A v2 position delete file has its
- * Delta DV file of the same UUID.
+ * The Delta DV descriptor of an Iceberg delete file Twinlake wrote: its Delta DV file of the same
+ * UUID. For a Puffin blob the place follows from the Iceberg metadata alone; for a position delete
+ * file the size is read from the DV file, whose positions must number what the delete file holds.
  */
 export async function deltaDescriptor(io: FileIO, location: string, d: DataFile): Promise<DeletionVectorDescriptor> {
+  const uuid = deleteFileUuid(d['file-path']);
+  if (uuid === undefined) throw dataInvalid(`delta projection: ${d['file-path']} is not a Twinlake delete file; its deletes have no Delta deletion vector`);
   if (d['file-format'] === 'PUFFIN') {
-    return fileDescriptor({ absolutePath: d['file-path'] }, { offset: d['content-offset']!, sizeInBytes: d['content-size-in-bytes']! - 8, cardinality: d['record-count'] });
+    return fileDescriptor({ uuid }, { offset: d['content-offset']! - PUFFIN_TO_DELTA_OFFSET, sizeInBytes: d['content-size-in-bytes']! - 8, cardinality: d['record-count'] });
   }
-  const uuid = positionDeleteUuid(d['file-path']);
-  if (uuid === undefined) throw dataInvalid(`delta projection: ${d['file-path']} is not a Twinlake position delete file; its deletes have no Delta deletion vector`);
   const uri = deltaDvFileUri(location, uuid);
   const bytes = await io.read(uri);
   const bitmap = decodeDeletionVectorBlob(bytes.subarray(1), { where: uri });
@@ -175,8 +182,8 @@ export interface WrittenDeletes {
 
 /**
  * Writes the deletes of a merge-on-read change: for each data file, every position deleted so far
- * (`bitmap` already holds the old ones). v3 tables get one Puffin file; v2 tables a position
- * delete file per data file (and its Delta DV file when the table keeps Delta).
+ * (`bitmap` already holds the old ones). v3 tables get one Puffin file, v2 tables a position
+ * delete file per data file; tables that keep Delta get the Delta DV file of each too.
  */
 export async function writeRowDeletes(ctx: TableContext, metadata: TableMetadata, targets: { file: DataFile; bitmap: RoaringBitmap64 }[]): Promise<WrittenDeletes> {
   if (targets.length === 0) return { deletes: [], files: [] };
@@ -185,9 +192,28 @@ export async function writeRowDeletes(ctx: TableContext, metadata: TableMetadata
 }
 
 async function writePuffinDeletes(ctx: TableContext, metadata: TableMetadata, targets: { file: DataFile; bitmap: RoaringBitmap64 }[]): Promise<WrittenDeletes> {
-  const uri = joinUri(metadata.location, 'data', `${newUuid()}-deletes.puffin`);
+  const uuid = newUuid();
+  const uri = joinUri(metadata.location, 'data', `${uuid}-deletes.puffin`);
   const { bytes, entries } = encodeDeletionVectorPuffin(targets.map((t) => ({ referencedDataFile: t.file['file-path'], bitmap: t.bitmap })), { 'created-by': 'twinlake' });
-  await ctx.io.write(uri, bytes);
+  const written: string[] = [];
+  try {
+    written.push(uri);
+    await ctx.io.write(uri, bytes);
+    if (tableFormats(metadata.properties).includes('delta')) {
+      const last = entries[entries.length - 1]!;
+      const blobs = bytes.subarray(entries[0]!.contentOffset, last.contentOffset + last.contentSizeInBytes);
+      if (entries[0]!.contentOffset !== PUFFIN_TO_DELTA_OFFSET + 1) throw internal(`puffin: expected the first blob at 4, found ${entries[0]!.contentOffset}`);
+      const dv = new Uint8Array(1 + blobs.length);
+      dv[0] = 1; // PROTOCOL.md §Deletion Vector Format: format version
+      dv.set(blobs, 1);
+      const dvUri = deltaDvFileUri(metadata.location, uuid);
+      written.push(dvUri);
+      await ctx.io.write(dvUri, dv);
+    }
+  } catch (e) {
+    await Promise.all(written.map((u) => ctx.io.delete(u).catch(() => undefined)));
+    throw e;
+  }
   const deletes = entries.map((e, i): DataFile => {
     const data = targets[i]!.file;
     return {
@@ -203,7 +229,7 @@ async function writePuffinDeletes(ctx: TableContext, metadata: TableMetadata, ta
       'content-size-in-bytes': e.contentSizeInBytes,
     };
   });
-  return { deletes, files: [uri] };
+  return { deletes, files: written };
 }
 
 async function writePositionDeletes(ctx: TableContext, metadata: TableMetadata, targets: { file: DataFile; bitmap: RoaringBitmap64 }[]): Promise<WrittenDeletes> {
@@ -221,7 +247,7 @@ async function writePositionDeletes(ctx: TableContext, metadata: TableMetadata, 
     // Many small files: their (durable) writes overlap.
     const deletes = await mapLimit(targets, 16, async ({ file, bitmap }, i): Promise<DataFile> => {
       const uuid = newUuid();
-      const uri = joinUri(metadata.location, 'data', `${uuid}${POSITION_DELETE_SUFFIX}`);
+      const uri = joinUri(metadata.location, 'data', `${uuid}-deletes.parquet`);
       const bytes = await readFile(join(staging, `${i}.parquet`));
       written.push(uri);
       await ctx.io.write(uri, bytes);

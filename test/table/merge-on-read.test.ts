@@ -89,7 +89,33 @@ describe('merge-on-read deletes', () => {
     const last = (await readdir(log)).filter((n) => n.endsWith('.json') && !n.startsWith('_')).sort().at(-1)!;
     const actions = (await readFile(join(log, last), 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
     // Delta removes the logical file it knew: the data file with its deletion vector.
-    expect(actions.find((a) => a.remove)?.remove.deletionVector?.storageType).toBe('p');
+    expect(actions.find((a) => a.remove)?.remove.deletionVector?.storageType).toBe('u');
+  });
+
+  it('v3: each Delta deletion vector holds the bytes of its Puffin blob, in a file Delta readers accept', async () => {
+    const name = 'mor.bytes';
+    const t = fx.lake.table(name);
+    await t.append(Array.from({ length: 300 }, (_, i) => ({ id: i, g: i % 3 })), { partition: 'g', properties: { 'format-version': '3', 'write.delete.mode': 'merge-on-read' } });
+    await t.delete('id IN (0, 7, 14, 21, 28, 35, 100, 151, 299)');
+    const iceberg = await t.plan();
+    const delta = await t.plan({ format: 'delta' });
+    const vectors = (task: typeof iceberg.task) =>
+      new Map(task.files.map((f) => [f.path, f.deletes?.positions?.[0]]).filter((e): e is [string, { kind: 'vector'; path: string; offset: number; length: number }] => e[1]?.kind === 'vector'));
+    const fromIceberg = vectors(iceberg.task);
+    const fromDelta = vectors(delta.task);
+    expect(fromIceberg.size).toBe(3);
+    expect([...fromDelta.keys()].sort()).toEqual([...fromIceberg.keys()].sort());
+    for (const [file, v] of fromIceberg) {
+      const d = fromDelta.get(file)!;
+      expect(v.path).toMatch(/-deletes\.puffin$/);
+      expect(d.path).toMatch(/\/deletion_vector_[0-9a-f-]{36}\.bin$/);
+      const puffin = await readFile(new URL(v.path));
+      const dvFile = await readFile(new URL(d.path));
+      expect(new TextDecoder().decode(puffin.subarray(0, 4))).toBe('PFA1');
+      expect(dvFile[0]).toBe(1); // the Delta DV file format version
+      expect(d.length).toBe(v.length);
+      expect(Buffer.from(dvFile.subarray(d.offset, d.offset + d.length)).equals(Buffer.from(puffin.subarray(v.offset, v.offset + v.length)))).toBe(true);
+    }
   });
 
   for (const version of ['2', '3'] as const) {

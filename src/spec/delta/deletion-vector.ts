@@ -13,7 +13,7 @@ export { crc32 };
  * Z85 text, and the bytes. A DV is the 4-byte magic then a portable 64-bit Roaring bitmap; stored
  * inline in the log it is Z85 text; stored in a file (format version byte `1` first) each DV is
  * framed as a big-endian u32 size, the DV, and a big-endian CRC-32 of the DV. Iceberg's Puffin
- * `deletion-vector-v1` blob is that same frame, so one set of bytes serves both formats.
+ * `deletion-vector-v1` blob is that same frame: a bitmap serializes to the same bytes in both.
  */
 
 /** 1681511377 little-endian: bytes D1 D3 39 64. */
