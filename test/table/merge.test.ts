@@ -112,6 +112,18 @@ describe('merge against an in-memory model', () => {
       const d = await t.describe();
       expect(d.formatVersion).toBe(Number(version));
       if (strategy === 'merge-on-read') {
+        // The checkpoint of version 20 carries the DVs: DuckDB reads them from the Parquet.
+        const checkpoint = join(fx.warehouse, ...name.split('.'), '_delta_log', `${String(20).padStart(20, '0')}.checkpoint.parquet`);
+        const db = await DuckDBInstance.create(':memory:');
+        const c = await db.connect();
+        const [row] = (await c.runAndReadAll(`SELECT count(*) FILTER (WHERE "add".deletionVector IS NOT NULL) AS dvs, count("add") AS adds, sum("add".deletionVector.cardinality) AS deleted FROM read_parquet('${checkpoint}')`)).getRowObjectsJS();
+        c.closeSync();
+        const deltaPlan = await t.plan({ format: 'delta' });
+        const withDv = deltaPlan.task.files.filter((f) => f.deletes?.positions?.length);
+        expect(Number(row!.adds)).toBe(deltaPlan.task.files.length);
+        expect(Number(row!.dvs)).toBe(withDv.length);
+        const stored = deltaPlan.task.files.reduce((n, f) => n + (f.recordCount ?? 0), 0);
+        expect(stored - Number(row!.deleted)).toBe(model.size);
         const protocol = await deltaProtocol(join(fx.warehouse, ...name.split('.')));
         expect(protocol.readerFeatures).toContain('deletionVectors');
         expect(protocol.writerFeatures).toContain('deletionVectors');
