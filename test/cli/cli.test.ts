@@ -132,6 +132,28 @@ describe('twinlake merge and delete', () => {
     expect(bad.code).not.toBe(0);
     expect(bad.stderr).toMatch(/--key/);
   });
+
+  it('merges and deletes with deletion vectors on a v3 table (merge-on-read), and per call with --strategy', () => {
+    const a = join(tmp.path, 'mor-a.ndjson');
+    const b = join(tmp.path, 'mor-b.ndjson');
+    writeFileSync(a, Array.from({ length: 10 }, (_, i) => JSON.stringify({ id: i, v: 'a' })).join('\n') + '\n');
+    writeFileSync(b, '{"id":2,"v":"B"}\n{"id":20,"v":"new"}\n');
+    const created = cli(['--warehouse', wh, 'write', 'mor.t', '--input', a, '--property', 'format-version=3', '--property', 'write.merge.mode=merge-on-read']);
+    expect(created.code, created.stderr).toBe(0);
+    const m = cli(['--warehouse', wh, 'write', 'mor.t', '--input', b, '--mode', 'merge', '--key', 'id']);
+    expect(m.code, m.stderr).toBe(0);
+    expect(m.stdout).toMatch(/1 inserted, 1 updated, 0 deleted, 1 delete files written \(merge-on-read\)/);
+    const d = cli(['--warehouse', wh, 'delete', 'mor.t', '--where', 'id < 2', '--strategy', 'merge-on-read']);
+    expect(d.code, d.stderr).toBe(0);
+    expect(d.stdout).toMatch(/deleted 2 row\(s\) from mor\.t, 1 delete file\(s\) written/);
+    const ids = (format: string) => cli(['--warehouse', wh, 'read', 'mor.t', '--format', format, '--output', 'ndjson']).stdout.trim().split('\n').map((l) => JSON.parse(l).id).sort((x: number, y: number) => x - y);
+    expect(ids('iceberg')).toEqual([2, 3, 4, 5, 6, 7, 8, 9, 20]);
+    expect(ids('delta')).toEqual([2, 3, 4, 5, 6, 7, 8, 9, 20]);
+    expect(cli(['--warehouse', wh, 'describe', 'mor.t']).stdout).toMatch(/iceberg format v3/);
+    const bad = cli(['--warehouse', wh, 'delete', 'mor.t', '--where', 'id = 3', '--strategy', 'lazy']);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toMatch(/delete strategy: expected copy-on-write or merge-on-read, found "lazy"/);
+  });
 });
 
 describe('twinlake write inputs', () => {
