@@ -15,7 +15,7 @@ import { prepareInput, type WriteInput } from './input.ts';
 import { bindFilter, emptyExplain } from './scan-filter.ts';
 import type { TableContext } from './table-context.ts';
 import { identString } from './table-context.ts';
-import { rowChangeStrategy, tableFormats, type RowChangeStrategy } from './table-properties.ts';
+import { checkStrategy, rowChangeStrategy, tableFormats, type RowChangeStrategy } from './table-properties.ts';
 import { existingDeletes, loadDeletedPositions, writeRowDeletes, type ExistingDeletes, type WrittenDeletes } from './row-deletes.ts';
 import { RoaringBitmap64 } from '../spec/roaring.ts';
 import { commitChange, type CommitOutcome } from './commit.ts';
@@ -57,7 +57,7 @@ export interface MergeResult extends WriteResult {
   strategy: RowChangeStrategy;
   /** Merge-on-read: delete files written (deletion vectors or position delete files). */
   deleteFiles: number;
-  /** Merge-on-read: bytes of the delete files written (a Puffin file counts once). */
+  /** Merge-on-read: bytes of the delete files written (Iceberg's and Delta's). */
   deleteBytes: number;
 }
 
@@ -87,7 +87,8 @@ export async function mergeTable(ctx: TableContext, input: WriteInput, opts: Mer
     if (loaded && !opts.schema) incoming = alignToTable(incoming, currentSchema(loaded.metadata));
     checkKeys(opts.keys, incoming, 'the input');
     if (loaded) checkKeys(opts.keys, currentSchema(loaded.metadata), `table ${identString(ctx.ident)}`);
-    const strategyFor = (l: LoadTableResult | undefined) => (l ? rowChangeStrategy(l.metadata, 'merge', opts.strategy) : 'copy-on-write');
+    // A table this merge creates has no rows to delete: its first batch is an insert.
+    const strategyFor = (l: LoadTableResult | undefined) => (l ? rowChangeStrategy(l.metadata, 'merge', opts.strategy) : checkStrategy(opts.strategy, 'merge'));
     strategyFor(loaded);
 
     for (let attempt = 0; attempt < MAX_RERUNS; attempt++) {
@@ -211,7 +212,7 @@ async function rewrite(
 ): Promise<Rewritten> {
   const { touched } = change;
   const written: EncodedFiles = change.sql !== undefined ? await encodeFrom(ctx, plan, { sql: change.sql, displayName: what.displayName }) : emptyEncoded(plan);
-  let deletes: WrittenDeletes = { deletes: [], files: [] };
+  let deletes: WrittenDeletes = { deletes: [], files: [], bytes: 0 };
   const cleanup = () => deleteFiles(ctx, [...written.files, ...deletes.files]);
   let outcome: CommitOutcome;
   try {
@@ -271,7 +272,7 @@ async function rewrite(
       rewrittenBytes: cow ? touched.reduce((a, f) => a + f['file-size-in-bytes'], 0) : 0,
       strategy: what.strategy,
       deleteFiles: deletes.deletes.length,
-      deleteBytes: [...new Map(deletes.deletes.map((d) => [d['file-path'], d['file-size-in-bytes']])).values()].reduce((a, b) => a + b, 0),
+      deleteBytes: deletes.bytes,
     },
   };
 }

@@ -178,6 +178,8 @@ export interface WrittenDeletes {
   deletes: DataFile[];
   /** Every file written (to remove if the commit is abandoned). */
   files: string[];
+  /** Their total size: Iceberg's delete files and Delta's DV files. */
+  bytes: number;
 }
 
 /**
@@ -186,7 +188,7 @@ export interface WrittenDeletes {
  * delete file per data file; tables that keep Delta get the Delta DV file of each too.
  */
 export async function writeRowDeletes(ctx: TableContext, metadata: TableMetadata, targets: { file: DataFile; bitmap: RoaringBitmap64 }[]): Promise<WrittenDeletes> {
-  if (targets.length === 0) return { deletes: [], files: [] };
+  if (targets.length === 0) return { deletes: [], files: [], bytes: 0 };
   if (metadata['format-version'] >= 3) return writePuffinDeletes(ctx, metadata, targets);
   return writePositionDeletes(ctx, metadata, targets);
 }
@@ -196,6 +198,7 @@ async function writePuffinDeletes(ctx: TableContext, metadata: TableMetadata, ta
   const uri = joinUri(metadata.location, 'data', `${uuid}-deletes.puffin`);
   const { bytes, entries } = encodeDeletionVectorPuffin(targets.map((t) => ({ referencedDataFile: t.file['file-path'], bitmap: t.bitmap })), { 'created-by': 'twinlake' });
   const written: string[] = [];
+  let total = bytes.length;
   try {
     written.push(uri);
     await ctx.io.write(uri, bytes);
@@ -209,6 +212,7 @@ async function writePuffinDeletes(ctx: TableContext, metadata: TableMetadata, ta
       const dvUri = deltaDvFileUri(metadata.location, uuid);
       written.push(dvUri);
       await ctx.io.write(dvUri, dv);
+      total += dv.length;
     }
   } catch (e) {
     await Promise.all(written.map((u) => ctx.io.delete(u).catch(() => undefined)));
@@ -229,7 +233,7 @@ async function writePuffinDeletes(ctx: TableContext, metadata: TableMetadata, ta
       'content-size-in-bytes': e.contentSizeInBytes,
     };
   });
-  return { deletes, files: written };
+  return { deletes, files: written, bytes: total };
 }
 
 async function writePositionDeletes(ctx: TableContext, metadata: TableMetadata, targets: { file: DataFile; bitmap: RoaringBitmap64 }[]): Promise<WrittenDeletes> {
@@ -237,6 +241,7 @@ async function writePositionDeletes(ctx: TableContext, metadata: TableMetadata, 
   const withDelta = tableFormats(metadata.properties).includes('delta');
   const staging = await mkdtemp(join(tmpdir(), 'twinlake-deletes-'));
   const written: string[] = [];
+  let total = 0;
   try {
     for (const [i, { file, bitmap }] of targets.entries()) {
       await session.run(
@@ -251,10 +256,13 @@ async function writePositionDeletes(ctx: TableContext, metadata: TableMetadata, 
       const bytes = await readFile(join(staging, `${i}.parquet`));
       written.push(uri);
       await ctx.io.write(uri, bytes);
+      total += bytes.length;
       if (withDelta) {
         const dvUri = deltaDvFileUri(metadata.location, uuid);
+        const dv = encodeDeletionVectorFile([bitmap]).bytes;
         written.push(dvUri);
-        await ctx.io.write(dvUri, encodeDeletionVectorFile([bitmap]).bytes);
+        await ctx.io.write(dvUri, dv);
+        total += dv.length;
       }
       const path = file['file-path'];
       const pathBytes = new TextEncoder().encode(path);
@@ -278,7 +286,7 @@ async function writePositionDeletes(ctx: TableContext, metadata: TableMetadata, 
         ]),
       };
     });
-    return { deletes, files: written };
+    return { deletes, files: written, bytes: total };
   } catch (e) {
     await Promise.all(written.map((u) => ctx.io.delete(u).catch(() => undefined)));
     throw e;

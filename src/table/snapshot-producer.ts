@@ -75,6 +75,7 @@ export class SnapshotProducer {
     const attemptFiles: string[] = [];
     const manifests: ManifestFile[] = [];
     const removed: DataFile[] = [];
+    const removedDeletes: DataFile[] = [];
 
     const parentManifests = parent ? await readManifestList(this.io, parent['manifest-list']) : [];
 
@@ -112,7 +113,7 @@ export class SnapshotProducer {
         for (const e of await readManifestEntries(this.io, m, base)) {
           if (e.status === 2) continue;
           deletedEntries.push({ ...e, status: 2, 'snapshot-id': this.snapshotId });
-          if (e['data-file'].content === 0) removed.push(e['data-file']);
+          (e['data-file'].content === 0 ? removed : removedDeletes).push(e['data-file']);
         }
       }
       // A manifest holds one spec and one content type: group the deleted entries accordingly.
@@ -151,7 +152,6 @@ export class SnapshotProducer {
       manifests.push(...(await this.maybeMerge(base, parentManifests, attemptFiles, basis.schema)));
     }
 
-    const removedDeletes: DataFile[] = [];
     if (this.change.replacedDeletes && this.change.replacedDeletes.size > 0) {
       await this.checkDataFilesLive(base, manifests);
       const replaced = await this.replaceDeletes(base, manifests, removedDeletes, attemptFiles, basis.schema);

@@ -34,16 +34,21 @@ export type RowChangeStrategy = 'copy-on-write' | 'merge-on-read';
  */
 export function rowChangeStrategy(metadata: TableMetadata, op: 'merge' | 'delete', requested?: string): RowChangeStrategy {
   const key = op === 'merge' ? Props.mergeMode : Props.deleteMode;
-  const raw = requested ?? metadata.properties[key] ?? 'copy-on-write';
+  const raw = requested ?? metadata.properties[key];
+  const strategy = checkStrategy(raw, requested !== undefined ? `${op} strategy` : `table property ${key}`);
   const where = requested !== undefined ? `${op} strategy` : `table property ${key}`;
-  if (raw !== 'copy-on-write' && raw !== 'merge-on-read') {
-    throw invalidInput(`${where}: expected copy-on-write or merge-on-read, found ${JSON.stringify(raw)}`);
-  }
-  if (raw === 'merge-on-read' && metadata['format-version'] < 2) {
+  if (strategy === 'merge-on-read' && metadata['format-version'] < 2) {
     throw invalidInput(
       `${where}: merge-on-read writes row-level deletes, which an Iceberg v${metadata['format-version']} table cannot hold; use copy-on-write or a v2/v3 table`,
     );
   }
+  return strategy;
+}
+
+/** A strategy name, checked (undefined is the default, copy-on-write). */
+export function checkStrategy(raw: string | undefined, where: string): RowChangeStrategy {
+  if (raw === undefined) return 'copy-on-write';
+  if (raw !== 'copy-on-write' && raw !== 'merge-on-read') throw invalidInput(`${where}: expected copy-on-write or merge-on-read, found ${JSON.stringify(raw)}`);
   return raw;
 }
 

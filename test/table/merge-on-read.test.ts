@@ -16,6 +16,19 @@ async function metadataOf(dir: string): Promise<TableMetadata> {
   return parseTableMetadata(await readFile(join(dir, 'metadata', newest), 'utf8'));
 }
 
+/** Every protocol action of a Delta log, oldest first. */
+async function deltaProtocols(dir: string): Promise<{ readerFeatures?: string[]; writerFeatures?: string[] }[]> {
+  const log = join(dir, '_delta_log');
+  const out = [];
+  for (const name of (await readdir(log)).filter((n) => /^\d{20}\.json$/.test(n)).sort()) {
+    for (const line of (await readFile(join(log, name), 'utf8')).split('\n').filter(Boolean)) {
+      const action = JSON.parse(line);
+      if (action.protocol) out.push(action.protocol);
+    }
+  }
+  return out;
+}
+
 const ids = (rows: Record<string, unknown>[]) => rows.map((r) => Number(r.id)).sort((a, b) => a - b);
 
 async function bothFormats(t: Table): Promise<number[]> {
@@ -100,7 +113,7 @@ describe('merge-on-read deletes', () => {
     const iceberg = await t.plan();
     const delta = await t.plan({ format: 'delta' });
     const vectors = (task: typeof iceberg.task) =>
-      new Map(task.files.map((f) => [f.path, f.deletes?.positions?.[0]]).filter((e): e is [string, { kind: 'vector'; path: string; offset: number; length: number }] => e[1]?.kind === 'vector'));
+      new Map(task.files.map((f) => [f.path, f.deletes?.positions?.[0]] as const).filter((e): e is [string, { kind: 'vector'; path: string; offset: number; length: number }] => e[1]?.kind === 'vector'));
     const fromIceberg = vectors(iceberg.task);
     const fromDelta = vectors(delta.task);
     expect(fromIceberg.size).toBe(3);
@@ -132,6 +145,27 @@ describe('merge-on-read deletes', () => {
       expect(synced.written).toEqual([r.deltaVersion]);
       expect(await readFile(file, 'utf8')).toBe(written);
       expect(await bothFormats(t)).toEqual([...Array.from({ length: 30 }, (_, i) => i), 100]);
+    });
+  }
+
+  for (const version of ['2', '3'] as const) {
+    it(`after merge-on-read deletes, schema evolution keeps the DV feature and an overwrite drops every DV (v${version})`, async () => {
+      const name = `mor.later_v${version}`;
+      const t = fx.lake.table(name);
+      await t.append(Array.from({ length: 20 }, (_, i) => ({ id: i })), { properties: { 'format-version': version, 'write.delete.mode': 'merge-on-read' } });
+      await t.delete('id < 3');
+      // A new column (and a naive timestamp, which needs Delta's timestampNtz feature too).
+      await t.append([{ id: 100, note: 'x', at: '2026-01-01T00:00:00' }]);
+      expect(await bothFormats(t)).toEqual([...Array.from({ length: 17 }, (_, i) => i + 3), 100]);
+      const protocol = (await deltaProtocols(dirOf(name))).at(-1)!;
+      expect(protocol.readerFeatures).toEqual(expect.arrayContaining(['columnMapping', 'deletionVectors', 'timestampNtz']));
+      await t.delete('id = 5');
+      await t.overwrite([{ id: 7, note: 'only', at: '2026-01-02T00:00:00' }]);
+      expect(await bothFormats(t)).toEqual([7]);
+      const snapshot = (await metadataOf(dirOf(name))).snapshots.at(-1)!;
+      expect(snapshot.summary['total-delete-files']).toBe('0');
+      const delta = await t.plan({ format: 'delta' });
+      expect(delta.task.files.map((f) => f.deletes)).toEqual([undefined]);
     });
   }
 
