@@ -276,45 +276,11 @@ export class SnapshotProducer {
         out.push(m);
         continue;
       }
-      const rewritten: ManifestEntry[] = [];
-      let deleted = 0;
-      let existingRows = 0;
-      let deletedRows = 0;
-      for (const e of entries) {
-        if (e.status === 2) continue;
-        const file = e['data-file'];
-        if (paths.has(file['file-path'])) {
-          found.add(file['file-path']);
-          removed.push(file);
-          rewritten.push({ ...e, status: 2, 'snapshot-id': this.snapshotId });
-          deleted++;
-          deletedRows += file['record-count'];
-        } else {
-          rewritten.push({ ...e, status: 0 });
-          existingRows += file['record-count'];
-        }
-      }
-      const spec = specById(base, m['partition-spec-id']);
-      const uri = joinUri(base.location, 'metadata', `${newUuid()}-m3.avro`);
-      const length = await writeManifest(this.io, uri, base, { schema, spec, content: 0, entries: rewritten });
-      this.written.push(uri);
-      attemptFiles.push(uri);
-      out.push({
-        'manifest-path': uri,
-        'manifest-length': length,
-        'partition-spec-id': spec['spec-id'],
-        content: 0,
-        'sequence-number': base['last-sequence-number'] + 1,
-        'min-sequence-number': minOf(rewritten.map((e) => e['sequence-number'] ?? 0), base['last-sequence-number'] + 1),
-        'added-snapshot-id': this.snapshotId,
-        'added-files-count': 0,
-        'existing-files-count': rewritten.length - deleted,
-        'deleted-files-count': deleted,
-        'added-rows-count': 0,
-        'existing-rows-count': existingRows,
-        'deleted-rows-count': deletedRows,
-        partitions: summaries(spec, schema, rewritten.map((e) => e['data-file'])),
-      });
+      const live = entries.filter((e) => e.status !== 2);
+      const rewritten = await this.rewriteManifest(base, m, live, (f) => paths.has(f['file-path']), schema, attemptFiles);
+      for (const f of rewritten.removed) found.add(f['file-path']);
+      removed.push(...rewritten.removed);
+      out.push(rewritten.manifest);
     }
     const missing = [...paths].filter((p) => !found.has(p));
     if (missing.length > 0) {
@@ -399,45 +365,54 @@ export class SnapshotProducer {
         out.push(m);
         continue;
       }
-      const rewritten: ManifestEntry[] = [];
-      let deleted = 0;
-      for (const e of entries) {
-        const file = e['data-file'];
-        if (toRemove.has(deleteFileKey(file))) {
-          found.add(deleteFileKey(file));
-          removedDeletes.push(file);
-          rewritten.push({ ...e, status: 2, 'snapshot-id': this.snapshotId });
-          deleted++;
-        } else {
-          rewritten.push({ ...e, status: 0 });
-        }
-      }
-      const spec = specById(base, m['partition-spec-id']);
-      const uri = joinUri(base.location, 'metadata', `${newUuid()}-d1.avro`);
-      const length = await writeManifest(this.io, uri, base, { schema, spec, content: 1, entries: rewritten });
-      this.written.push(uri);
-      attemptFiles.push(uri);
-      const live = rewritten.filter((e) => e.status === 0);
-      out.push({
-        'manifest-path': uri,
-        'manifest-length': length,
-        'partition-spec-id': spec['spec-id'],
-        content: 1,
-        'sequence-number': base['last-sequence-number'] + 1,
-        'min-sequence-number': minOf(rewritten.map((e) => e['sequence-number'] ?? 0), base['last-sequence-number'] + 1),
-        'added-snapshot-id': this.snapshotId,
-        'added-files-count': 0,
-        'existing-files-count': live.length,
-        'deleted-files-count': deleted,
-        'added-rows-count': 0,
-        'existing-rows-count': sum(live.map((e) => e['data-file']['record-count'])),
-        'deleted-rows-count': sum(rewritten.filter((e) => e.status === 2).map((e) => e['data-file']['record-count'])),
-        partitions: summaries(spec, schema, rewritten.map((e) => e['data-file'])),
-      });
+      const rewritten = await this.rewriteManifest(base, m, entries, (f) => toRemove.has(deleteFileKey(f)), schema, attemptFiles);
+      for (const f of rewritten.removed) found.add(deleteFileKey(f));
+      removedDeletes.push(...rewritten.removed);
+      out.push(rewritten.manifest);
     }
     const missing = [...toRemove].filter((p) => !found.has(p));
     if (missing.length > 0) throw new TwinlakeError(CONFLICT, `iceberg: ${missing.length} delete file(s) this change replaces are no longer in the table (first: ${missing[0]})`);
     return out;
+  }
+
+  /**
+   * Writes a manifest's live `entries` again: those `remove` picks become DELETED by this snapshot
+   * (spec §Manifests: deleted entries keep their sequence numbers), the rest EXISTING.
+   */
+  private async rewriteManifest(
+    base: TableMetadata,
+    m: ManifestFile,
+    entries: ManifestEntry[],
+    remove: (f: DataFile) => boolean,
+    schema: Schema,
+    attemptFiles: string[],
+  ): Promise<{ manifest: ManifestFile; removed: DataFile[] }> {
+    const rewritten = entries.map((e): ManifestEntry => (remove(e['data-file']) ? { ...e, status: 2, 'snapshot-id': this.snapshotId } : { ...e, status: 0 }));
+    const removed = rewritten.filter((e) => e.status === 2).map((e) => e['data-file']);
+    const kept = rewritten.filter((e) => e.status === 0).map((e) => e['data-file']);
+    const spec = specById(base, m['partition-spec-id']);
+    const uri = joinUri(base.location, 'metadata', `${newUuid()}-m3.avro`);
+    const length = await writeManifest(this.io, uri, base, { schema, spec, content: m.content === 0 ? 0 : 1, entries: rewritten });
+    this.written.push(uri);
+    attemptFiles.push(uri);
+    const sequenceNumber = base['last-sequence-number'] + 1;
+    const manifest: ManifestFile = {
+      'manifest-path': uri,
+      'manifest-length': length,
+      'partition-spec-id': spec['spec-id'],
+      content: m.content,
+      'sequence-number': sequenceNumber,
+      'min-sequence-number': minOf(rewritten.map((e) => e['sequence-number'] ?? 0), sequenceNumber),
+      'added-snapshot-id': this.snapshotId,
+      'added-files-count': 0,
+      'existing-files-count': kept.length,
+      'deleted-files-count': removed.length,
+      'added-rows-count': 0,
+      'existing-rows-count': sum(kept.map((f) => f['record-count'])),
+      'deleted-rows-count': sum(removed.map((f) => f['record-count'])),
+      partitions: summaries(spec, schema, rewritten.map((e) => e['data-file'])),
+    };
+    return { manifest, removed };
   }
 
   /** Removes every file this producer wrote (the write failed or was abandoned). */
