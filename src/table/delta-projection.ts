@@ -201,7 +201,9 @@ export function snapshotActions(metadata: TableMetadata, snapshot: Snapshot, fil
     size: f['file-size-in-bytes'],
     modificationTime: ts,
     dataChange: true,
-    stats: deltaStats(f, schema, physicalNames),
+    // A file's stats describe all its rows; once some are deleted they bound the rest only
+    // loosely (PROTOCOL.md §Per-file Statistics: tightBounds).
+    stats: deltaStats(f, schema, physicalNames, dv ? { tightBounds: false } : {}),
     ...(dv ? { deletionVector: dv } : {}),
   });
   for (const f of files.removed) actions.push({ remove: remove(f, oldDvs.get(f['file-path'])) });

@@ -117,6 +117,12 @@ describe('merge-on-read deletes', () => {
     const fromIceberg = vectors(iceberg.task);
     const fromDelta = vectors(delta.task);
     expect(fromIceberg.size).toBe(3);
+    // The re-added files' stats still cover their deleted rows: Delta is told they are wide.
+    const log = join(dirOf(name), '_delta_log');
+    const last = (await readdir(log)).filter((n) => /^\d{20}\.json$/.test(n)).sort().at(-1)!;
+    const adds = (await readFile(join(log, last), 'utf8')).trim().split('\n').map((l) => JSON.parse(l)).filter((a) => a.add).map((a) => a.add);
+    expect(adds).toHaveLength(3);
+    for (const add of adds) expect(JSON.parse(add.stats).tightBounds, add.path).toBe(false);
     expect([...fromDelta.keys()].sort()).toEqual([...fromIceberg.keys()].sort());
     for (const [file, v] of fromIceberg) {
       const d = fromDelta.get(file)!;

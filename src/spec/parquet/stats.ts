@@ -372,7 +372,7 @@ function deltaValue(type: IcebergType, value: LiteralValue, side: 'min' | 'max')
  * no min/max; timestamps are cut to milliseconds with the maximum rounded up; strings are the
  * Iceberg bounds (16 code points, upper bound incremented), which bound the data as Delta needs.
  */
-export function deltaStats(metrics: DeltaStatsInput, schema: StructType, physicalNames: Map<number, string>): string {
+export function deltaStats(metrics: DeltaStatsInput, schema: StructType, physicalNames: Map<number, string>, opts: { tightBounds?: boolean } = {}): string {
   const decode = (map: Map<number, Uint8Array> | undefined, id: number, type: IcebergType): LiteralValue | undefined => {
     const bytes = map?.get(id);
     if (bytes === undefined) return undefined;
@@ -408,5 +408,11 @@ export function deltaStats(metrics: DeltaStatsInput, schema: StructType, physica
     return { min, max, nulls };
   };
   const { min, max, nulls } = walk(schema);
-  return stringifyJson({ numRecords: metrics['record-count'], minValues: min, maxValues: max, nullCount: nulls });
+  return stringifyJson({
+    numRecords: metrics['record-count'],
+    minValues: min,
+    maxValues: max,
+    nullCount: nulls,
+    ...(opts.tightBounds === false ? { tightBounds: false } : {}),
+  });
 }
