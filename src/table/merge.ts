@@ -8,6 +8,8 @@ import { currentSchema, currentSnapshot } from '../spec/iceberg/table-metadata.t
 import { isPrimitive, typeToString } from '../spec/iceberg/schema.ts';
 import type { DataFile, Schema, StructType, TableMetadata } from '../spec/iceberg/types.ts';
 import { deleteFileKey } from '../spec/iceberg/manifest.ts';
+import { partitionIdentity } from '../spec/iceberg/snapshot-summary.ts';
+import type { RowDeletesBasis } from './snapshot-producer.ts';
 import { alignToTable, deleteFiles, encode, encodeFrom, inferOrExplain, type EncodedFiles } from './batch.ts';
 import { enginePath, liveFiles } from './iceberg-scan.ts';
 import { isBlank } from './input-diagnostics.ts';
@@ -218,7 +220,13 @@ async function rewrite(
   try {
     if (change.strategy === 'merge-on-read') deletes = await writeRowDeletes(ctx, loaded!.metadata, await deletedPositions(ctx, rows, change.deletedRowsSql, touched));
     const removeFiles = new Set(change.strategy === 'copy-on-write' ? touched.map((f) => f['file-path']) : []);
-    const replacedDeletes = new Map(touched.map((f) => [f['file-path'], (rows.existing.get(f['file-path'])?.replaceable ?? []).map(deleteFileKey)]));
+    const rowDeletes: RowDeletesBasis | undefined = loaded
+      ? {
+          replaced: new Map(touched.map((f) => [f['file-path'], (rows.existing.get(f['file-path'])?.replaceable ?? []).map(deleteFileKey)])),
+          partitions: new Set(touched.map(partitionIdentity)),
+          plannedAt: loaded.metadata['last-sequence-number'],
+        }
+      : undefined;
     const changesRows = removeFiles.size > 0 || deletes.deletes.length > 0;
     const operation = !changesRows ? 'append' : written.dataFiles.length ? 'overwrite' : 'delete';
     outcome = await commitChange(
@@ -231,7 +239,7 @@ async function rewrite(
         replaceAll: false,
         removeFiles,
         addedDeletes: deletes.deletes,
-        ...(loaded && loaded.metadata['format-version'] >= 2 ? { replacedDeletes } : {}),
+        ...(rowDeletes && loaded!.metadata['format-version'] >= 2 ? { rowDeletes } : {}),
       },
       loaded,
       opts,

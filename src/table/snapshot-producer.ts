@@ -4,7 +4,7 @@ import { joinUri } from '../core/uri.ts';
 import type { FileIO } from '../io/file-io.ts';
 import { encodeManifestList, partitionSummaries } from '../spec/iceberg/manifest-list.ts';
 import { deleteFileKey, partitionType } from '../spec/iceberg/manifest.ts';
-import { summarize } from '../spec/iceberg/snapshot-summary.ts';
+import { partitionIdentity, summarize } from '../spec/iceberg/snapshot-summary.ts';
 import { currentSnapshot, specById } from '../spec/iceberg/table-metadata.ts';
 import type { DataFile, FieldSummary, ManifestEntry, ManifestFile, Operation, PartitionSpec, Schema, Snapshot, TableMetadata } from '../spec/iceberg/types.ts';
 import { avroCodec, readManifestEntries, readManifestList, syncMarker, writeManifest } from './manifest-io.ts';
@@ -29,14 +29,25 @@ export interface SnapshotChange {
   removeFiles?: ReadonlySet<string>;
   /** Row-level delete files (deletion vectors, position delete files) this change adds. */
   addedDeletes?: DataFile[];
-  /**
-   * The data files (paths) whose row-level deletes this change replaces, each with the delete
-   * files (`deleteFileKey`) it found applying to them. Those delete files are removed in this snapshot. A concurrent
-   * commit that removed one of these data files, or added a delete file naming one, is a conflict:
-   * the change was planned on deletes that are no longer the whole story (at most one deletion
-   * vector per data file, spec §Deletion Vectors).
-   */
-  replacedDeletes?: ReadonlyMap<string, readonly string[]>;
+  /** The data files a merge or delete changes, and the deletes it planned them with. */
+  rowDeletes?: RowDeletesBasis;
+}
+
+/**
+ * What a merge or delete knew of the deletes of the data files it touches. The delete files it
+ * found applying to them are removed in this snapshot (replaced by its own, or moot with the data
+ * file). A commit since then that removed a touched data file, or added a delete file that may
+ * apply to one, is a conflict: the change was planned on deletes that are no longer the whole
+ * story (spec §Scan Planning scope rules; at most one deletion vector per data file, §Deletion
+ * Vectors).
+ */
+export interface RowDeletesBasis {
+  /** Touched data file path → the delete files (`deleteFileKey`) that applied to it. */
+  replaced: ReadonlyMap<string, readonly string[]>;
+  /** The partitions (`partitionIdentity`) of the touched data files. */
+  partitions: ReadonlySet<string>;
+  /** The table's last sequence number when the change was planned: delete files above it are new. */
+  plannedAt: number;
 }
 
 /** What depends on the base a snapshot is built on: its schema and summary extras. */
@@ -152,7 +163,7 @@ export class SnapshotProducer {
       manifests.push(...(await this.maybeMerge(base, parentManifests, attemptFiles, basis.schema)));
     }
 
-    if (this.change.replacedDeletes && this.change.replacedDeletes.size > 0) {
+    if (this.change.rowDeletes && this.change.rowDeletes.replaced.size > 0) {
       await this.checkDataFilesLive(base, manifests);
       const replaced = await this.replaceDeletes(base, manifests, removedDeletes, attemptFiles, basis.schema);
       manifests.length = 0;
@@ -326,7 +337,7 @@ export class SnapshotProducer {
 
   /** Every data file whose deletes this change replaces must still be live (a removed one is a conflict). */
   private async checkDataFilesLive(base: TableMetadata, manifests: ManifestFile[]): Promise<void> {
-    const wanted = new Set([...this.change.replacedDeletes!.keys()].filter((p) => !this.change.removeFiles?.has(p)));
+    const wanted = new Set([...this.change.rowDeletes!.replaced.keys()].filter((p) => !this.change.removeFiles?.has(p)));
     if (wanted.size === 0) return;
     const lists = await Promise.all(manifests.filter((m) => m.content === 0).map((m) => readManifestEntries(this.io, m, base)));
     for (const entries of lists) for (const e of entries) if (e.status !== 2) wanted.delete(e['data-file']['file-path']);
@@ -336,9 +347,9 @@ export class SnapshotProducer {
   }
 
   /**
-   * The delete manifests with the replaced delete files marked DELETED. Any other live delete file
-   * naming a touched data file, or a replaced one already gone, means a concurrent commit changed
-   * that file's deletes: a conflict.
+   * The delete manifests with the replaced delete files marked DELETED. A replaced one already
+   * gone, or a newer delete file that may apply to a touched data file, means a concurrent commit
+   * changed that file's deletes: a conflict (see `RowDeletesBasis`).
    */
   private async replaceDeletes(
     base: TableMetadata,
@@ -347,7 +358,7 @@ export class SnapshotProducer {
     attemptFiles: string[],
     schema: Schema,
   ): Promise<ManifestFile[]> {
-    const replaced = this.change.replacedDeletes!;
+    const { replaced, partitions, plannedAt } = this.change.rowDeletes!;
     const toRemove = new Set([...replaced.values()].flat());
     const found = new Set<string>();
     const out: ManifestFile[] = [];
@@ -356,10 +367,16 @@ export class SnapshotProducer {
       const m = manifests[i]!;
       const entries = lists[i]!.filter((e) => e.status !== 2);
       for (const e of entries) {
-        const ref = e['data-file']['referenced-data-file'];
-        if (ref !== undefined && replaced.has(ref) && !toRemove.has(deleteFileKey(e['data-file']))) {
-          throw new TwinlakeError(CONFLICT, `iceberg: a concurrent commit added deletes for ${ref}`);
-        }
+        const f = e['data-file'];
+        if ((e['sequence-number'] ?? 0) <= plannedAt) continue;
+        const ref = f['referenced-data-file'];
+        // A newer delete file applies to a touched file if it names it, or names no file and
+        // shares its partition, or is an equality delete of an unpartitioned spec.
+        const applies =
+          ref !== undefined
+            ? replaced.has(ref)
+            : partitions.has(partitionIdentity(f)) || (f.content === 2 && specById(base, f['spec-id']).fields.length === 0);
+        if (applies) throw new TwinlakeError(CONFLICT, `iceberg: a concurrent commit added deletes (${f['file-path']}) for a file this change touches`);
       }
       if (m.content !== 1 || !entries.some((e) => toRemove.has(deleteFileKey(e['data-file'])))) {
         out.push(m);

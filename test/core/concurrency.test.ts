@@ -16,10 +16,19 @@ describe('mapLimit', () => {
     expect(peak).toBe(3);
   });
 
-  it('rejects with the first failure', async () => {
-    await expect(mapLimit([1, 2, 3], 2, async (x) => {
+  it('rejects with the first failure after the running calls settle, and starts no more', async () => {
+    const started: number[] = [];
+    const finished: number[] = [];
+    const run = mapLimit([1, 2, 3, 4, 5, 6], 2, async (x) => {
+      started.push(x);
+      await new Promise((r) => setTimeout(r, x === 2 ? 5 : 30));
       if (x === 2) throw new Error('two');
+      finished.push(x);
       return x;
-    })).rejects.toThrow('two');
+    });
+    await expect(run).rejects.toThrow('two');
+    // 1 was running when 2 failed: it finished before the rejection; nothing else started.
+    expect(finished).toEqual([1]);
+    expect(started.sort()).toEqual([1, 2]);
   });
 });

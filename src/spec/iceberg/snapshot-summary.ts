@@ -16,11 +16,15 @@ export function summarize(args: {
 }): Snapshot['summary'] {
   const { added, removed } = args;
   const isData = (f: DataFile) => f.content === DataFileContent.Data;
+  // A deletion vector is a position delete but not a position delete *file*: it is one blob of a
+  // Puffin file whose other blobs are entries of their own, so its size is its blob's.
+  const isDv = (f: DataFile) => f.content === DataFileContent.PositionDeletes && f['file-format'].toUpperCase() === 'PUFFIN';
   const isPos = (f: DataFile) => f.content === DataFileContent.PositionDeletes;
+  const isPosFile = (f: DataFile) => isPos(f) && !isDv(f);
   const isEq = (f: DataFile) => f.content === DataFileContent.EqualityDeletes;
   const count = (files: readonly DataFile[], p: (f: DataFile) => boolean) => files.filter(p).length;
   const records = (files: readonly DataFile[], p: (f: DataFile) => boolean) => files.filter(p).reduce((n, f) => n + f['record-count'], 0);
-  const size = (files: readonly DataFile[]) => files.reduce((n, f) => n + f['file-size-in-bytes'], 0);
+  const size = (files: readonly DataFile[]) => files.reduce((n, f) => n + (isDv(f) ? (f['content-size-in-bytes'] ?? 0) : f['file-size-in-bytes']), 0);
   const isDelete = (f: DataFile) => !isData(f);
 
   const delta = {
@@ -28,8 +32,10 @@ export function summarize(args: {
     'deleted-data-files': count(removed, isData),
     'added-delete-files': count(added, isDelete),
     'removed-delete-files': count(removed, isDelete),
-    'added-position-delete-files': count(added, isPos),
-    'removed-position-delete-files': count(removed, isPos),
+    'added-position-delete-files': count(added, isPosFile),
+    'removed-position-delete-files': count(removed, isPosFile),
+    'added-dvs': count(added, isDv),
+    'removed-dvs': count(removed, isDv),
     'added-equality-delete-files': count(added, isEq),
     'removed-equality-delete-files': count(removed, isEq),
     'added-records': records(added, isData),
@@ -63,14 +69,14 @@ export function summarize(args: {
   }
 
   const partitions = new Set<string>();
-  for (const f of [...added, ...removed]) partitions.add(partitionKey(f));
+  for (const f of [...added, ...removed]) partitions.add(partitionIdentity(f));
   summary['changed-partition-count'] = String(partitions.size);
 
   return { ...args.extra, ...summary, operation: args.operation };
 }
 
 /** A partition identity: spec plus values (bytes as hex so equal bytes compare equal). */
-function partitionKey(f: DataFile): string {
+export function partitionIdentity(f: DataFile): string {
   const values = Object.entries(f.partition).map(([k, v]) => [k, v instanceof Uint8Array ? `0x${Buffer.from(v).toString('hex')}` : v]);
   return `${f['spec-id']}:${stringifyJson(values)}`;
 }

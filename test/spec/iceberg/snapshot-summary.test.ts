@@ -56,6 +56,30 @@ describe('summarize', () => {
     expect(s['added-delete-files']).toBeUndefined(); // zero counters are left out
   });
 
+  test('deletion vectors count as delete files and DVs, not position delete files; each is its blob size', () => {
+    const dv = (ref: string, offset: number, blob: number, rows: number): DataFile => ({
+      ...file('x.puffin', rows, 1000, {}, 1),
+      'file-format': 'PUFFIN',
+      'referenced-data-file': ref,
+      'content-offset': offset,
+      'content-size-in-bytes': blob,
+    });
+    const previous = { operation: 'delete', 'total-records': '10', 'total-files-size': '500', 'total-data-files': '2', 'total-delete-files': '1', 'total-position-deletes': '2', 'total-equality-deletes': '0' };
+    const s = summarize({ operation: 'delete', added: [dv('a', 4, 42, 3), dv('b', 46, 44, 1)], removed: [dv('a', 4, 40, 2)], previous });
+    expect(s['added-dvs']).toBe('2');
+    expect(s['removed-dvs']).toBe('1');
+    expect(s['added-delete-files']).toBe('2');
+    expect(s['removed-delete-files']).toBe('1');
+    expect(s['added-position-delete-files']).toBeUndefined();
+    expect(s['added-position-deletes']).toBe('4');
+    expect(s['removed-position-deletes']).toBe('2');
+    expect(s['added-files-size']).toBe(String(42 + 44));
+    expect(s['removed-files-size']).toBe('40');
+    expect(s['total-files-size']).toBe(String(500 + 86 - 40));
+    expect(s['total-delete-files']).toBe('2');
+    expect(s['total-position-deletes']).toBe(String(2 + 4 - 2));
+  });
+
   test('a total the previous summary lacks is not guessed', () => {
     const s = summarize({ operation: 'append', added: [file('a', 1, 1)], removed: [], previous: { operation: 'append', 'total-records': '9' } });
     expect(s['total-records']).toBe('10');
