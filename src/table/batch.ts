@@ -10,7 +10,7 @@ import { partitionPathSegment } from '../spec/iceberg/transforms.ts';
 import type { LiteralValue } from '../spec/scan-task.ts';
 import { inferSchema, inputRelation } from '../engine/infer-schema.ts';
 import type { FileIO } from '../io/file-io.ts';
-import { indexById, typeToString } from '../spec/iceberg/schema.ts';
+import { indexById, ROW_LINEAGE_FIELDS, typeToString } from '../spec/iceberg/schema.ts';
 import type { DataFile, IcebergType, PartitionSpec, PartitionTuple, Schema, StructType } from '../spec/iceberg/types.ts';
 import { icebergMetrics } from '../spec/parquet/stats.ts';
 import type { PreparedInput } from './input.ts';
@@ -99,7 +99,10 @@ export interface EncodedFiles {
  * Rows to encode: an input file (converted strictly, errors name the line), or a relation already
  * in the table's types (rows a merge or delete keeps).
  */
-export type EncodeSource = { input: PreparedInput; incoming: StructType } | { sql: string; displayName: string };
+export type EncodeSource =
+  | { input: PreparedInput; incoming: StructType }
+  /** `rowLineage`: the relation also has `_row_id` and `_last_updated_sequence_number`, written with their reserved field IDs (v3). */
+  | { sql: string; displayName: string; rowLineage?: boolean };
 
 export async function encode(ctx: BatchContext, plan: EncodeTarget, input: PreparedInput, incoming: StructType): Promise<EncodedFiles> {
   return encodeFrom(ctx, plan, { input, incoming });
@@ -124,6 +127,10 @@ export async function encodeFrom(ctx: BatchContext, plan: EncodeTarget, from: En
     for (const k of keys) tuple[k.field.name] = k.decode(raw.get(k.alias) ?? null);
     return tuple;
   };
+  // Row lineage columns are written after the table's, with their reserved field IDs.
+  const lineage = 'sql' in from && from.rowLineage === true;
+  const encodeSchema = lineage ? { ...plan.schema, fields: [...plan.schema.fields, ...ROW_LINEAGE_FIELDS] } : plan.schema;
+  const encodeNames = lineage ? new Map([...plan.physicalNames, ...ROW_LINEAGE_FIELDS.map((f) => [f.id, f.name] as const)]) : plan.physicalNames;
   let stats: EncodedFileStats[] = [];
   try {
     stats = await encodeParquet(session, {
@@ -134,8 +141,8 @@ export async function encodeFrom(ctx: BatchContext, plan: EncodeTarget, from: En
         return plan.spec.fields.map((f) => partitionPathSegment(f.name, f.transform, sourceTypes.get(f['field-id'])!, tuple[f.name] as LiteralValue)).join('/');
       },
       source: 'input' in from ? inputRelation({ path: from.input.path, format: from.input.format }, from.incoming) : `(${from.sql})`,
-      schema: plan.schema,
-      physicalNames: plan.physicalNames,
+      schema: encodeSchema,
+      physicalNames: encodeNames,
       outputDir: localDir,
       targetFileSizeBytes: plan.targetFileSize,
       filePrefix: `${writeId}-`,

@@ -5,7 +5,7 @@ import { invalidInput, TwinlakeError, unsupported } from '../core/errors.ts';
 import { fileUri, localPath } from '../core/uri.ts';
 import { quoteIdent, quoteString } from '../engine/duckdb-session.ts';
 import { currentSchema, currentSnapshot } from '../spec/iceberg/table-metadata.ts';
-import { isPrimitive, typeToString } from '../spec/iceberg/schema.ts';
+import { isPrimitive, ROW_LINEAGE_FIELDS, typeToString } from '../spec/iceberg/schema.ts';
 import type { DataFile, Schema, StructType, TableMetadata } from '../spec/iceberg/types.ts';
 import { deleteFileKey } from '../spec/iceberg/manifest.ts';
 import { partitionIdentity } from '../spec/iceberg/snapshot-summary.ts';
@@ -112,7 +112,12 @@ export async function mergeTable(ctx: TableContext, input: WriteInput, opts: Mer
       const inserts = `SELECT * EXCLUDE (__tl_delete) FROM __tl_batch WHERE NOT __tl_delete`;
       const change: RowChange =
         strategy === 'copy-on-write' || touched.length === 0
-          ? { strategy: 'copy-on-write', touched, sql: touched.length ? `${rows.select(touched)} ANTI JOIN __tl_batch AS b ${using} UNION ALL BY NAME ${inserts}` : inserts }
+          ? {
+              strategy: 'copy-on-write',
+              touched,
+              sql: touched.length ? `SELECT * FROM (${await rows.keep(touched)}) AS k ANTI JOIN __tl_batch AS b ${using} UNION ALL BY NAME ${inserts}` : inserts,
+              rowLineage: rows.lineage,
+            }
           : { strategy, touched, sql: inserts, deletedRowsSql: `${rows.positions(touched)} SEMI JOIN __tl_batch AS b ${using}` };
       const done = await rewrite(ctx, plan, loaded, rows, change, { displayName: 'merge', strategy }, opts, log);
       if (done.status === 'rerun') {
@@ -157,7 +162,7 @@ export async function deleteRows(ctx: TableContext, where: string, opts: DeleteO
     const deletedRows = Number((await session.all(`SELECT count(*) AS n FROM (${rows.select(touched)}) AS t WHERE (${filter.sql})`))[0]!.n);
     const change: RowChange =
       strategy === 'copy-on-write'
-        ? { strategy, touched, sql: `SELECT * FROM (${rows.select(touched)}) AS t WHERE (${filter.sql}) IS NOT TRUE` }
+        ? { strategy, touched, sql: `SELECT * FROM (${await rows.keep(touched)}) AS t WHERE (${filter.sql}) IS NOT TRUE`, rowLineage: rows.lineage }
         : { strategy, touched, deletedRowsSql: `SELECT * FROM (${rows.positions(touched)}) AS t WHERE (${filter.sql}) IS TRUE` };
     const done = await rewrite(ctx, plan, loaded, rows, change, { displayName: 'delete', strategy }, {}, log);
     if (done.status === 'rerun') {
@@ -194,7 +199,7 @@ type Rewritten = { status: 'rerun'; loaded: LoadTableResult } | { status: 'done'
  *   `touched`, which stay; `sql`, when given, the rows to insert.
  */
 type RowChange =
-  | { strategy: 'copy-on-write'; touched: DataFile[]; sql: string }
+  | { strategy: 'copy-on-write'; touched: DataFile[]; sql: string; rowLineage?: boolean }
   | { strategy: 'merge-on-read'; touched: DataFile[]; sql?: string; deletedRowsSql: string };
 
 /**
@@ -213,7 +218,10 @@ async function rewrite(
   log: WarningLog,
 ): Promise<Rewritten> {
   const { touched } = change;
-  const written: EncodedFiles = change.sql !== undefined ? await encodeFrom(ctx, plan, { sql: change.sql, displayName: what.displayName }) : emptyEncoded(plan);
+  const written: EncodedFiles =
+    change.sql !== undefined
+      ? await encodeFrom(ctx, plan, { sql: change.sql, displayName: what.displayName, rowLineage: change.strategy === 'copy-on-write' && change.rowLineage === true })
+      : emptyEncoded(plan);
   let deletes: WrittenDeletes = { deletes: [], files: [], bytes: 0 };
   const cleanup = () => deleteFiles(ctx, [...written.files, ...deletes.files]);
   let outcome: CommitOutcome;
@@ -338,7 +346,19 @@ interface LiveRows {
   positions(files: DataFile[]): string;
   /** The table's columns only. */
   select(files: DataFile[]): string;
+  /** Whether rows moved to new files keep their row lineage (v3 tables). */
+  lineage: boolean;
+  /**
+   * The rows to keep when `files` are rewritten: their columns, and on v3 tables the row
+   * lineage each row already has — a moved row keeps its `_row_id` and, being unmodified, its
+   * `_last_updated_sequence_number` (spec §Row Lineage); values not yet materialized are the
+   * inherited ones (the file's first row ID plus the position; its data sequence number).
+   */
+  keep(files: DataFile[]): Promise<string>;
 }
+
+const LINEAGE = '__tl_lineage';
+const [ROW_ID, LAST_UPDATED] = ROW_LINEAGE_FIELDS.map((f) => f.name) as [string, string];
 
 async function liveRows(
   ctx: TableContext,
@@ -346,19 +366,33 @@ async function liveRows(
   live: { data: DataFile[]; deletes: DataFile[]; sequenceNumbers: Map<DataFile, number | undefined> },
   files: DataFile[],
 ): Promise<LiveRows> {
+  const session = await ctx.session();
   const existing = metadata ? await existingDeletes(ctx, metadata, live, files) : new Map<string, ExistingDeletes>();
   if (existing.size > 0) await loadDeletedPositions(ctx, DELETED, existing);
+  const enginePathOf = (f: DataFile) => localPath(enginePath(ctx.io, f['file-path']));
   const positions = (touched: DataFile[]) => {
-    const paths = touched.map((f) => quoteString(localPath(enginePath(ctx.io, f['file-path']))));
+    const paths = touched.map((f) => quoteString(enginePathOf(f)));
     const scan = `SELECT * FROM read_parquet([${paths.join(', ')}], union_by_name = true, filename = ${quoteString(FILE)}, file_row_number = true, hive_partitioning = false)`;
     if (!touched.some((f) => existing.has(f['file-path']))) return scan;
     return `SELECT * FROM (${scan}) AS t ANTI JOIN ${DELETED} AS d ON t.${quoteIdent(FILE)} = d.f AND t.${POS} = d.pos`;
   };
-  return {
-    existing,
-    positions,
-    select: (touched) => `SELECT * EXCLUDE (${quoteIdent(FILE)}, ${POS}) FROM (${positions(touched)})`,
+  const select = (touched: DataFile[]) => `SELECT * EXCLUDE (${quoteIdent(FILE)}, ${POS}) FROM (${positions(touched)})`;
+  const lineage = (metadata?.['format-version'] ?? 0) >= 3;
+  if (lineage && files.length > 0) {
+    const values = files.map((f) => `(${quoteString(enginePathOf(f))}, ${f['first-row-id'] ?? 'NULL'}::BIGINT, ${live.sequenceNumbers.get(f) ?? 'NULL'}::BIGINT)`);
+    await session.run(`CREATE OR REPLACE TEMP TABLE ${LINEAGE} AS SELECT * FROM (VALUES ${values.join(', ')}) AS v(f, first_row_id, seq)`);
+  }
+  const keep = async (touched: DataFile[]) => {
+    if (!lineage) return select(touched);
+    const columns = new Set((await session.all(`DESCRIBE ${positions(touched)}`)).map((r) => String(r.column_name)));
+    const stored = (name: string) => (columns.has(name) ? `t.${quoteIdent(name)}` : 'NULL');
+    const drop = [FILE, POS, ...[ROW_ID, LAST_UPDATED].filter((c) => columns.has(c))].map(quoteIdent).join(', ');
+    return (
+      `SELECT t.* EXCLUDE (${drop}), coalesce(${stored(ROW_ID)}, l.first_row_id + t.${POS}) AS ${quoteIdent(ROW_ID)}, ` +
+      `coalesce(${stored(LAST_UPDATED)}, l.seq) AS ${quoteIdent(LAST_UPDATED)} FROM (${positions(touched)}) AS t JOIN ${LINEAGE} AS l ON t.${quoteIdent(FILE)} = l.f`
+    );
   };
+  return { existing, positions, select, lineage, keep };
 }
 
 /**

@@ -5,6 +5,15 @@ import type { IcebergType, ListType, MapType, NestedField, PrimitiveType, Schema
 
 /** Helpers over the schema model of types.ts (spec §Schemas and Data Types). */
 
+/**
+ * The row lineage columns of v3 tables (spec §Row Lineage, §Reserved Field IDs). Files hold them
+ * only when a writer moved existing rows; otherwise readers derive them by inheritance.
+ */
+export const ROW_LINEAGE_FIELDS: readonly NestedField[] = [
+  { id: 2147483540, name: '_row_id', required: false, type: 'long' },
+  { id: 2147483539, name: '_last_updated_sequence_number', required: false, type: 'long' },
+];
+
 export function isPrimitive(type: IcebergType): type is PrimitiveType {
   return typeof type === 'string';
 }
