@@ -4,12 +4,13 @@ import { describe, expect, it } from 'vitest';
 import { TwinlakeError, type Table } from '../../src/index.ts';
 import { decodeManifestList } from '../../src/spec/iceberg/manifest-list.ts';
 import { decodeManifest } from '../../src/spec/iceberg/manifest.ts';
-import { parseTableMetadata } from '../../src/spec/iceberg/table-metadata.ts';
+import { newTableMetadata, parseTableMetadata } from '../../src/spec/iceberg/table-metadata.ts';
 import type { TableMetadata } from '../../src/spec/iceberg/types.ts';
 import { rowChangeStrategy } from '../../src/table/table-properties.ts';
 import { liveFiles } from '../../src/table/iceberg-scan.ts';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { lakehouseFixture } from '../lakehouse-fixture.ts';
+import { fileUri } from '../../src/core/uri.ts';
 
 /** The newest metadata file of a table, read from disk. */
 async function metadataOf(dir: string): Promise<TableMetadata> {
@@ -279,6 +280,28 @@ describe('merge-on-read: bad input commits nothing', () => {
     expect(err.message).toMatch(/merge strategy: expected copy-on-write or merge-on-read, found "eventually"/);
     const d = await t.describe();
     expect(d.currentSnapshotId).toBe(first.snapshotId);
+  });
+
+  it('refuses merge-on-read on an Iceberg v1 table (made by another engine) and commits nothing', async () => {
+    // Iceberg-only, as other engines create it: Twinlake itself creates v2 or v3 tables.
+    const ident = { namespace: ['bad'], name: 'v1' };
+    await fx.lake.catalog.createNamespace(['bad']).catch(() => undefined);
+    const schema = { type: 'struct' as const, 'schema-id': 0, fields: [{ id: 1, name: 'id', required: false, type: 'long' }] };
+    await fx.lake.catalog.createTable(
+      ident,
+      newTableMetadata({ location: fileUri(join(fx.warehouse, 'bad', 'v1')), schema, properties: { 'twinlake.formats': 'iceberg' }, formatVersion: 1, tableUuid: '00000000-0000-4000-8000-000000000001', nowMs: Date.now(), lastColumnId: 1 }),
+    );
+    const t = fx.lake.table('bad.v1');
+    const before = await fx.lake.catalog.loadTable(ident);
+    for (const attempt of [
+      () => t.merge([{ id: 1 }], { keys: ['id'], strategy: 'merge-on-read' }),
+      () => t.delete('id = 1', { strategy: 'merge-on-read' }),
+    ]) {
+      const err = await attempt().catch((e) => e);
+      expect(err).toBeInstanceOf(TwinlakeError);
+      expect(err.message).toMatch(/merge-on-read writes row-level deletes, which an Iceberg v1 table cannot hold/);
+    }
+    expect((await fx.lake.catalog.loadTable(ident)).metadataLocation).toBe(before.metadataLocation);
   });
 
   it('refuses merge-on-read on an Iceberg v1 table, which cannot hold row-level deletes', () => {
