@@ -66,6 +66,7 @@ export interface MergeResult extends WriteResult {
 const FILE = '__tl_file';
 const POS = 'file_row_number';
 const DELETED = '__tl_deleted';
+const HITS = '__tl_hits';
 
 /** A merge or delete whose files were rewritten underneath it runs again on the new snapshot. */
 const MAX_RERUNS = 25;
@@ -106,9 +107,17 @@ export async function mergeTable(ctx: TableContext, input: WriteInput, opts: Mer
       const metadata = loaded?.metadata;
       const live = metadata ? await candidateFiles(ctx, metadata, plan.schema, opts.keys) : { data: [], deletes: [], sequenceNumbers: new Map() };
       const rows = await liveRows(ctx, metadata, live, live.data);
-      const touched = await touchedFiles(ctx, rows, live.data, opts.keys);
-      const counts = await mergeCounts(ctx, rows, touched, opts.keys);
       const using = `USING (${opts.keys.map(quoteIdent).join(', ')})`;
+      // One pass over the candidates finds every live row holding a batch key.
+      const keyColumns = opts.keys.map((k) => quoteIdent(k)).join(', ');
+      const touched = await findHits(
+        ctx,
+        live.data,
+        live.data.length
+          ? `SELECT ${quoteIdent(FILE)}, ${POS}, ${keyColumns} FROM (${rows.positions(live.data)}) AS t SEMI JOIN __tl_batch AS b ${using}`
+          : `SELECT NULL::VARCHAR AS ${quoteIdent(FILE)}, NULL::BIGINT AS ${POS}, ${keyColumns} FROM __tl_batch WHERE FALSE`,
+      );
+      const counts = await mergeCounts(ctx, opts.keys);
       const inserts = `SELECT * EXCLUDE (__tl_delete) FROM __tl_batch WHERE NOT __tl_delete`;
       const change: RowChange =
         strategy === 'copy-on-write' || touched.length === 0
@@ -118,7 +127,7 @@ export async function mergeTable(ctx: TableContext, input: WriteInput, opts: Mer
               sql: touched.length ? `SELECT * FROM (${await rows.keep(touched)}) AS k ANTI JOIN __tl_batch AS b ${using} UNION ALL BY NAME ${inserts}` : inserts,
               rowLineage: rows.lineage,
             }
-          : { strategy, touched, sql: inserts, deletedRowsSql: `${rows.positions(touched)} SEMI JOIN __tl_batch AS b ${using}` };
+          : { strategy, touched, sql: inserts, deletedRowsSql: `SELECT * FROM ${HITS}` };
       const done = await rewrite(ctx, plan, loaded, rows, change, { displayName: 'merge', strategy }, opts, log);
       if (done.status === 'rerun') {
         loaded = done.loaded;
@@ -152,18 +161,18 @@ export async function deleteRows(ctx: TableContext, where: string, opts: DeleteO
     const live = await liveFiles(ctx.io, metadata, snapshot, { filter, schema, explain: emptyExplain() });
     const session = await ctx.session();
     const rows = await liveRows(ctx, metadata, live, live.data);
-    const touched = live.data.length ? await filesWhere(ctx, rows, live.data, filter.sql) : [];
+    const touched = live.data.length ? await findHits(ctx, live.data, `SELECT ${quoteIdent(FILE)}, ${POS} FROM (${rows.positions(live.data)}) AS t WHERE ${filter.sql}`) : [];
     if (touched.length === 0) {
       return {
         table: identString(ctx.ident), created: false, mode: 'append', snapshotId: snapshot['snapshot-id'], deltaCommitted: true, files: 0, rows: 0, bytes: 0,
         warnings: log.warnings, timings: zeroTimings(), inserted: 0, updated: 0, deleted: 0, rewrittenFiles: 0, rewrittenBytes: 0, strategy, deleteFiles: 0, deleteBytes: 0,
       };
     }
-    const deletedRows = Number((await session.all(`SELECT count(*) AS n FROM (${rows.select(touched)}) AS t WHERE (${filter.sql})`))[0]!.n);
+    const deletedRows = Number((await session.all(`SELECT count(*) AS n FROM ${HITS}`))[0]!.n);
     const change: RowChange =
       strategy === 'copy-on-write'
         ? { strategy, touched, sql: `SELECT * FROM (${await rows.keep(touched)}) AS t WHERE (${filter.sql}) IS NOT TRUE`, rowLineage: rows.lineage }
-        : { strategy, touched, deletedRowsSql: `SELECT * FROM (${rows.positions(touched)}) AS t WHERE (${filter.sql}) IS TRUE` };
+        : { strategy, touched, deletedRowsSql: `SELECT * FROM ${HITS}` };
     const done = await rewrite(ctx, plan, loaded, rows, change, { displayName: 'delete', strategy }, {}, log);
     if (done.status === 'rerun') {
       loaded = done.loaded;
@@ -344,8 +353,6 @@ interface LiveRows {
   existing: Map<string, ExistingDeletes>;
   /** Every column plus the file and position. */
   positions(files: DataFile[]): string;
-  /** The table's columns only. */
-  select(files: DataFile[]): string;
   /** Whether rows moved to new files keep their row lineage (v3 tables). */
   lineage: boolean;
   /**
@@ -392,7 +399,7 @@ async function liveRows(
       `coalesce(${stored(LAST_UPDATED)}, l.seq) AS ${quoteIdent(LAST_UPDATED)} FROM (${positions(touched)}) AS t JOIN ${LINEAGE} AS l ON t.${quoteIdent(FILE)} = l.f`
     );
   };
-  return { existing, positions, select, lineage, keep };
+  return { existing, positions, lineage, keep };
 }
 
 /**
@@ -453,32 +460,27 @@ function literal(type: string, text: string): string {
   return `'${text.replace(/'/g, "''")}'`;
 }
 
-/** Candidate files that really hold a batch key in a live row (only these are changed). */
-async function touchedFiles(ctx: TableContext, rows: LiveRows, candidates: DataFile[], keys: string[]): Promise<DataFile[]> {
-  if (candidates.length === 0) return [];
+/**
+ * Runs `sql` (the file and position of each live row a change affects, plus for merges the key)
+ * into the temp table `__tl_hits`, and returns the candidates holding such a row: only these are
+ * changed.
+ */
+async function findHits(ctx: TableContext, candidates: DataFile[], sql: string): Promise<DataFile[]> {
   const session = await ctx.session();
-  const found = await session.all(
-    `SELECT DISTINCT t.${quoteIdent(FILE)} AS f FROM (${rows.positions(candidates)}) AS t SEMI JOIN __tl_batch AS b USING (${keys.map(quoteIdent).join(', ')})`,
-  );
+  await session.run(`CREATE OR REPLACE TEMP TABLE ${HITS} AS ${sql}`);
+  const found = await session.all(`SELECT DISTINCT ${quoteIdent(FILE)} AS f FROM ${HITS}`);
   const hit = new Set(found.map((r) => String(r.f)));
   return candidates.filter((f) => hit.has(localPath(enginePath(ctx.io, f['file-path']))));
 }
 
-async function filesWhere(ctx: TableContext, rows: LiveRows, files: DataFile[], filterSql: string): Promise<DataFile[]> {
-  const session = await ctx.session();
-  const found = await session.all(`SELECT DISTINCT ${quoteIdent(FILE)} AS f FROM (${rows.positions(files)}) AS t WHERE ${filterSql}`);
-  const hit = new Set(found.map((r) => String(r.f)));
-  return files.filter((f) => hit.has(localPath(enginePath(ctx.io, f['file-path']))));
-}
-
-async function mergeCounts(ctx: TableContext, rows: LiveRows, touched: DataFile[], keys: string[]): Promise<{ inserted: number; updated: number; deleted: number }> {
+/** Inserted, updated and deleted keys: a batch key found in a live row exists already. */
+async function mergeCounts(ctx: TableContext, keys: string[]): Promise<{ inserted: number; updated: number; deleted: number }> {
   const session = await ctx.session();
   const using = keys.map(quoteIdent).join(', ');
-  const existing = touched.length ? `(SELECT DISTINCT ${using} FROM (${rows.select(touched)}))` : `(SELECT ${keys.map((k) => `NULL AS ${quoteIdent(k)}`).join(', ')} WHERE FALSE)`;
   const [r] = await session.all(
     `SELECT count(*) FILTER (WHERE e.__tl_found AND NOT b.__tl_delete) AS updated, count(*) FILTER (WHERE e.__tl_found AND b.__tl_delete) AS deleted, ` +
       `count(*) FILTER (WHERE e.__tl_found IS NULL AND NOT b.__tl_delete) AS inserted ` +
-      `FROM __tl_batch AS b LEFT JOIN (SELECT *, TRUE AS __tl_found FROM ${existing}) AS e USING (${using})`,
+      `FROM __tl_batch AS b LEFT JOIN (SELECT DISTINCT ${using}, TRUE AS __tl_found FROM ${HITS}) AS e USING (${using})`,
   );
   return { inserted: Number(r!.inserted), updated: Number(r!.updated), deleted: Number(r!.deleted) };
 }
