@@ -69,7 +69,7 @@ export function printDescription(d: TableDescription): string {
     `snapshot      ${d.currentSnapshotId ?? '(none)'}`,
     `delta version ${d.deltaVersion ?? '(none)'}`,
     `files         ${d.files}`,
-    `rows          ${d.records}`,
+    `rows          ${d.deletedRecords > 0 ? `${d.records - d.deletedRecords} (${d.records} stored, ${d.deletedRecords} deleted by row-level deletes)` : d.records}`,
     `bytes         ${d.bytes}`,
     `snapshots     ${d.snapshots}`,
     `schema (field id, name: type)`,

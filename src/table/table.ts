@@ -53,7 +53,10 @@ export interface TableDescription {
   currentSnapshotId?: bigint;
   deltaVersion?: number;
   files: number;
+  /** Rows stored in the data files, deleted ones included. */
   records: number;
+  /** Rows marked deleted by row-level deletes (deletion vectors, position deletes). */
+  deletedRecords: number;
   bytes: number;
   snapshots: number;
 }
@@ -228,6 +231,7 @@ export class Table {
         deltaVersion: snap.version,
         files: snap.files.length,
         records,
+        deletedRecords: snap.files.reduce((a, f) => a + (f.deletionVector?.cardinality ?? 0), 0),
         bytes: snap.files.reduce((a, f) => a + f.size, 0),
         snapshots: snap.version + 1,
       };
@@ -247,6 +251,7 @@ export class Table {
       deltaVersion: head ? deltaVersionOf(head) : undefined,
       files: Number(head?.summary['total-data-files'] ?? 0),
       records: Number(head?.summary['total-records'] ?? 0),
+      deletedRecords: Number(head?.summary['total-position-deletes'] ?? 0),
       bytes: Number(head?.summary['total-files-size'] ?? 0),
       snapshots: metadata.snapshots.length,
     };

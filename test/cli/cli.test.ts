@@ -149,7 +149,9 @@ describe('twinlake merge and delete', () => {
     const ids = (format: string) => cli(['--warehouse', wh, 'read', 'mor.t', '--format', format, '--output', 'ndjson']).stdout.trim().split('\n').map((l) => JSON.parse(l).id).sort((x: number, y: number) => x - y);
     expect(ids('iceberg')).toEqual([2, 3, 4, 5, 6, 7, 8, 9, 20]);
     expect(ids('delta')).toEqual([2, 3, 4, 5, 6, 7, 8, 9, 20]);
-    expect(cli(['--warehouse', wh, 'describe', 'mor.t']).stdout).toMatch(/iceberg format v3/);
+    const described = cli(['--warehouse', wh, 'describe', 'mor.t']).stdout;
+    expect(described).toMatch(/iceberg format v3/);
+    expect(described).toMatch(/rows\s+9 \(12 stored, 3 deleted by row-level deletes\)/);
     const bad = cli(['--warehouse', wh, 'delete', 'mor.t', '--where', 'id = 3', '--strategy', 'lazy']);
     expect(bad.code).not.toBe(0);
     expect(bad.stderr).toMatch(/delete strategy: expected copy-on-write or merge-on-read, found "lazy"/);
