@@ -309,13 +309,21 @@ function emptyEncoded(plan: SchemaPlan): EncodedFiles {
 /** The positions each touched file loses: those already deleted and the rows `sql` selects. */
 async function deletedPositions(ctx: TableContext, rows: LiveRows, sql: string, touched: DataFile[]): Promise<{ file: DataFile; bitmap: RoaringBitmap64 }[]> {
   const session = await ctx.session();
-  const found = await session.all(`SELECT ${quoteIdent(FILE)} AS f, list(${POS} ORDER BY ${POS}) AS p FROM (${sql}) GROUP BY ALL`);
-  const byEnginePath = new Map(found.map((r) => [String(r.f), r.p as bigint[]]));
+  // Positions come back as runs of consecutive rows (gaps and islands), so a delete of a long
+  // stretch of a file costs one range, not one value per row.
+  const found = await session.all(
+    `SELECT f, list(struct_pack(lo := lo, hi := hi)) AS runs FROM (` +
+      `SELECT f, min(pos) AS lo, max(pos) + 1 AS hi FROM (` +
+      `SELECT ${quoteIdent(FILE)} AS f, ${POS} AS pos, ${POS} - row_number() OVER (PARTITION BY ${quoteIdent(FILE)} ORDER BY ${POS}) AS island FROM (${sql})` +
+      `) GROUP BY f, island) GROUP BY f`,
+  );
+  const byEnginePath = new Map(found.map((r) => [String(r.f), r.runs as { lo: bigint; hi: bigint }[]]));
   const out: { file: DataFile; bitmap: RoaringBitmap64 }[] = [];
   for (const file of touched) {
-    const positions = byEnginePath.get(localPath(enginePath(ctx.io, file['file-path'])));
-    if (!positions) continue;
-    const bitmap = RoaringBitmap64.of(positions);
+    const runs = byEnginePath.get(localPath(enginePath(ctx.io, file['file-path'])));
+    if (!runs) continue;
+    const bitmap = new RoaringBitmap64();
+    for (const { lo, hi } of runs) bitmap.addRange(lo, hi);
     const before = rows.existing.get(file['file-path']);
     if (before) bitmap.addAll(before.positions);
     out.push({ file, bitmap });
