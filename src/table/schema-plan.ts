@@ -50,7 +50,7 @@ export function planSchema(ctx: TableContext, metadata: TableMetadata | undefine
     const physicalNames = assignPhysicalNames(schema, new Map());
     const formats = parseFormats(opts.formats ?? ['iceberg', 'delta']);
     const { [Props.formatVersion]: requestedVersion, ...given } = opts.properties ?? {};
-    const formatVersion = creationFormatVersion(requestedVersion);
+    const formatVersion = creationFormatVersion(requestedVersion, given);
     const properties: Record<string, string> = {
       [Props.formats]: formats.join(','),
       ...given,
@@ -115,9 +115,15 @@ export function planSchema(ctx: TableContext, metadata: TableMetadata | undefine
   };
 }
 
-/** The Iceberg format version a new table is created with: `format-version` 2 (default) or 3. */
-function creationFormatVersion(raw: string | undefined): 2 | 3 {
-  if (raw === undefined) return 2;
+/**
+ * The Iceberg format version a new table is created with: `format-version` 2 or 3; by default 2,
+ * or 3 when the table asks for merge-on-read, whose deletion vectors v3 holds (DESIGN.md §1).
+ */
+function creationFormatVersion(raw: string | undefined, properties: Record<string, string>): 2 | 3 {
+  if (raw === undefined) {
+    const asksForDvs = properties[Props.mergeMode] === 'merge-on-read' || properties[Props.deleteMode] === 'merge-on-read';
+    return asksForDvs ? 3 : 2;
+  }
   if (raw === '2' || raw === '3') return Number(raw) as 2 | 3;
   throw invalidInput(`table property ${Props.formatVersion}: expected 2 or 3, found ${JSON.stringify(raw)}`);
 }

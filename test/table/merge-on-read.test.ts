@@ -282,6 +282,21 @@ describe('merge-on-read: bad input commits nothing', () => {
     expect(d.currentSnapshotId).toBe(first.snapshotId);
   });
 
+  it('a table created for merge-on-read is v3 unless it asks for v2; otherwise v2', async () => {
+    const cases: [Record<string, string>, number][] = [
+      [{ 'write.delete.mode': 'merge-on-read' }, 3],
+      [{ 'write.merge.mode': 'merge-on-read', 'format-version': '2' }, 2],
+      [{}, 2],
+    ];
+    for (const [i, [properties, version]] of cases.entries()) {
+      const t = fx.lake.table(`fv.t${i}`);
+      await t.append([{ id: 1 }], { properties });
+      expect((await t.describe()).formatVersion, JSON.stringify(properties)).toBe(version);
+      // format-version is a creation choice, not a stored property (spec: reserved table properties).
+      expect((await t.describe()).properties['format-version']).toBeUndefined();
+    }
+  });
+
   it('refuses merge-on-read on an Iceberg v1 table (made by another engine) and commits nothing', async () => {
     // Iceberg-only, as other engines create it: Twinlake itself creates v2 or v3 tables.
     const ident = { namespace: ['bad'], name: 'v1' };
