@@ -3,7 +3,7 @@ import { fileUri } from '../core/uri.ts';
 import type { FileIO } from '../io/file-io.ts';
 import { bytesToHex, fromBinary } from '../spec/iceberg/single-value.ts';
 import { indexById, parseNameMapping } from '../spec/iceberg/schema.ts';
-import { currentSchema, schemaById, specById } from '../spec/iceberg/table-metadata.ts';
+import { currentSchema, isUnpartitioned, schemaById, specById } from '../spec/iceberg/table-metadata.ts';
 import { bindFilter, dataFileMatches, emptyExplain, manifestMatches, type Filter } from './scan-filter.ts';
 import { DataFileContent, type DataFile, type NestedField, type Schema, type Snapshot, type TableMetadata } from '../spec/iceberg/types.ts';
 import type { EqualityDeleteFile, LiteralValue, PositionDeletes, ScanDeletes, ScanExplain, ScanFile, ScanTask } from '../spec/scan-task.ts';
@@ -232,7 +232,7 @@ export function applicableDeletes(
     } else if (d.content === DataFileContent.EqualityDeletes) {
       if (!d['equality-ids']?.length) throw dataInvalid(`iceberg manifest: equality delete file ${d['file-path']} has no equality_ids`);
       const spec = specById(metadata, d['spec-id']);
-      if (spec.fields.every((f) => f.transform === 'void')) equalityGlobal.push(s);
+      if (isUnpartitioned(spec)) equalityGlobal.push(s);
       else add(equalityByPartition, s.partition, s);
     } else {
       throw dataInvalid(`iceberg manifest: expected delete content 1 or 2, found ${d.content} for ${d['file-path']}`);

@@ -2,6 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { invalidInput, TwinlakeError, unsupported } from '../core/errors.ts';
+import { newUuid } from '../core/ids.ts';
 import { fileUri, localPath } from '../core/uri.ts';
 import { quoteIdent, quoteString } from '../engine/duckdb-session.ts';
 import { currentSchema, currentSnapshot } from '../spec/iceberg/table-metadata.ts';
@@ -65,8 +66,30 @@ export interface MergeResult extends WriteResult {
 
 const FILE = '__tl_file';
 const POS = 'file_row_number';
-const DELETED = '__tl_deleted';
-const HITS = '__tl_hits';
+/**
+ * The temp tables of one merge or delete. Operations on other tables of the lakehouse share the
+ * DuckDB session, so each operation names its own and drops them when it ends.
+ */
+interface Scratch {
+  /** The staged, deduplicated batch (merges). */
+  batch: string;
+  /** Positions already deleted in the candidate files. */
+  deleted: string;
+  /** The file and position (and key) of every live row the change affects. */
+  hits: string;
+  /** Each candidate file's first row ID and data sequence number (v3). */
+  lineage: string;
+}
+
+function scratchTables(): Scratch {
+  const id = newUuid().replace(/-/g, '');
+  return { batch: `__tl_batch_${id}`, deleted: `__tl_deleted_${id}`, hits: `__tl_hits_${id}`, lineage: `__tl_lineage_${id}` };
+}
+
+async function dropScratch(ctx: TableContext, t: Scratch): Promise<void> {
+  const session = await ctx.session();
+  for (const name of Object.values(t)) await session.run(`DROP TABLE IF EXISTS ${name}`).catch(() => undefined);
+}
 
 /** A merge or delete whose files were rewritten underneath it runs again on the new snapshot. */
 const MAX_RERUNS = 25;
@@ -81,6 +104,7 @@ export async function mergeTable(ctx: TableContext, input: WriteInput, opts: Mer
   const staging = await mkdtemp(join(tmpdir(), 'twinlake-merge-'));
   const log = warningLog(ctx);
   const warn = log.warn;
+  const t = scratchTables();
   try {
     const session = await ctx.session();
     if (await isBlank(prepared)) throw invalidInput(`input ${prepared.displayName}: no records; nothing was merged`);
@@ -102,32 +126,33 @@ export async function mergeTable(ctx: TableContext, input: WriteInput, opts: Mer
       // The batch, converted strictly to the table's types, staged as Parquet outside the table.
       const batchPlan = { ...plan, location: fileUri(staging), spec: { 'spec-id': 0, fields: [] }, targetFileSize: Number.MAX_SAFE_INTEGER };
       const batch = await encode(ctx, batchPlan, prepared, incoming);
-      await stageBatch(ctx, batch, plan.schema, opts);
+      await stageBatch(ctx, t, batch, plan.schema, opts);
 
       const metadata = loaded?.metadata;
-      const live = metadata ? await candidateFiles(ctx, metadata, plan.schema, opts.keys) : { data: [], deletes: [], sequenceNumbers: new Map() };
-      const rows = await liveRows(ctx, metadata, live, live.data);
+      const live = metadata ? await candidateFiles(ctx, t, metadata, plan.schema, opts.keys) : { data: [], deletes: [], sequenceNumbers: new Map() };
+      const rows = await liveRows(ctx, t, metadata, live, live.data);
       const using = `USING (${opts.keys.map(quoteIdent).join(', ')})`;
       // One pass over the candidates finds every live row holding a batch key.
       const keyColumns = opts.keys.map((k) => quoteIdent(k)).join(', ');
       const touched = await findHits(
         ctx,
+        t,
         live.data,
         live.data.length
-          ? `SELECT ${quoteIdent(FILE)}, ${POS}, ${keyColumns} FROM (${rows.positions(live.data)}) AS t SEMI JOIN __tl_batch AS b ${using}`
-          : `SELECT NULL::VARCHAR AS ${quoteIdent(FILE)}, NULL::BIGINT AS ${POS}, ${keyColumns} FROM __tl_batch WHERE FALSE`,
+          ? `SELECT ${quoteIdent(FILE)}, ${POS}, ${keyColumns} FROM (${rows.positions(live.data)}) AS r SEMI JOIN ${t.batch} AS b ${using}`
+          : `SELECT NULL::VARCHAR AS ${quoteIdent(FILE)}, NULL::BIGINT AS ${POS}, ${keyColumns} FROM ${t.batch} WHERE FALSE`,
       );
-      const counts = await mergeCounts(ctx, opts.keys);
-      const inserts = `SELECT * EXCLUDE (__tl_delete) FROM __tl_batch WHERE NOT __tl_delete`;
+      const counts = await mergeCounts(ctx, t, opts.keys);
+      const inserts = `SELECT * EXCLUDE (__tl_delete) FROM ${t.batch} WHERE NOT __tl_delete`;
       const change: RowChange =
         strategy === 'copy-on-write' || touched.length === 0
           ? {
               strategy: 'copy-on-write',
               touched,
-              sql: touched.length ? `SELECT * FROM (${await rows.keep(touched)}) AS k ANTI JOIN __tl_batch AS b ${using} UNION ALL BY NAME ${inserts}` : inserts,
-              rowLineage: rows.lineage,
+              sql: touched.length ? `SELECT * FROM (${await rows.keep(touched)}) AS k ANTI JOIN ${t.batch} AS b ${using} UNION ALL BY NAME ${inserts}` : inserts,
+              rowLineage: touched.length > 0 && rows.lineage,
             }
-          : { strategy, touched, sql: inserts, deletedRowsSql: `SELECT * FROM ${HITS}` };
+          : { strategy, touched, sql: inserts, deletedRowsSql: `SELECT * FROM ${t.hits}` };
       const done = await rewrite(ctx, plan, loaded, rows, change, { displayName: 'merge', strategy }, opts, log);
       if (done.status === 'rerun') {
         loaded = done.loaded;
@@ -137,6 +162,7 @@ export async function mergeTable(ctx: TableContext, input: WriteInput, opts: Mer
     }
     throw new TwinlakeError('commit-conflict', `merge ${identString(ctx.ident)}: concurrent commits kept rewriting the same files`);
   } finally {
+    await dropScratch(ctx, t);
     await rm(staging, { recursive: true, force: true });
     await prepared.dispose();
   }
@@ -148,6 +174,16 @@ export async function deleteRows(ctx: TableContext, where: string, opts: DeleteO
   const warn = log.warn;
   let loaded: LoadTableResult = await ctx.catalog.loadTable(ctx.ident);
   await repairDelta(ctx, loaded.metadata, warn);
+  const t = scratchTables();
+  try {
+    return await deleteAttempts(ctx, t, where, opts, log, loaded);
+  } finally {
+    await dropScratch(ctx, t);
+  }
+}
+
+async function deleteAttempts(ctx: TableContext, t: Scratch, where: string, opts: DeleteOptions, log: WarningLog, first: LoadTableResult): Promise<MergeResult> {
+  let loaded = first;
   for (let attempt = 0; attempt < MAX_RERUNS; attempt++) {
     if (attempt > 0) await jitter(attempt);
     const metadata = loaded.metadata;
@@ -160,19 +196,19 @@ export async function deleteRows(ctx: TableContext, where: string, opts: DeleteO
     if (!snapshot) throw invalidInput(`delete: table ${identString(ctx.ident)} has no rows`);
     const live = await liveFiles(ctx.io, metadata, snapshot, { filter, schema, explain: emptyExplain() });
     const session = await ctx.session();
-    const rows = await liveRows(ctx, metadata, live, live.data);
-    const touched = live.data.length ? await findHits(ctx, live.data, `SELECT ${quoteIdent(FILE)}, ${POS} FROM (${rows.positions(live.data)}) AS t WHERE ${filter.sql}`) : [];
+    const rows = await liveRows(ctx, t, metadata, live, live.data);
+    const touched = live.data.length ? await findHits(ctx, t, live.data, `SELECT ${quoteIdent(FILE)}, ${POS} FROM (${rows.positions(live.data)}) AS r WHERE ${filter.sql}`) : [];
     if (touched.length === 0) {
       return {
         table: identString(ctx.ident), created: false, mode: 'append', snapshotId: snapshot['snapshot-id'], deltaCommitted: true, files: 0, rows: 0, bytes: 0,
         warnings: log.warnings, timings: zeroTimings(), inserted: 0, updated: 0, deleted: 0, rewrittenFiles: 0, rewrittenBytes: 0, strategy, deleteFiles: 0, deleteBytes: 0,
       };
     }
-    const deletedRows = Number((await session.all(`SELECT count(*) AS n FROM ${HITS}`))[0]!.n);
+    const deletedRows = Number((await session.all(`SELECT count(*) AS n FROM ${t.hits}`))[0]!.n);
     const change: RowChange =
       strategy === 'copy-on-write'
-        ? { strategy, touched, sql: `SELECT * FROM (${await rows.keep(touched)}) AS t WHERE (${filter.sql}) IS NOT TRUE`, rowLineage: rows.lineage }
-        : { strategy, touched, deletedRowsSql: `SELECT * FROM ${HITS}` };
+        ? { strategy, touched, sql: `SELECT * FROM (${await rows.keep(touched)}) AS r WHERE (${filter.sql}) IS NOT TRUE`, rowLineage: rows.lineage }
+        : { strategy, touched, deletedRowsSql: `SELECT * FROM ${t.hits}` };
     const done = await rewrite(ctx, plan, loaded, rows, change, { displayName: 'delete', strategy }, {}, log);
     if (done.status === 'rerun') {
       loaded = done.loaded;
@@ -372,49 +408,51 @@ interface LiveRows {
   keep(files: DataFile[]): Promise<string>;
 }
 
-const LINEAGE = '__tl_lineage';
 const [ROW_ID, LAST_UPDATED] = ROW_LINEAGE_FIELDS.map((f) => f.name) as [string, string];
 
 async function liveRows(
   ctx: TableContext,
+  t: Scratch,
   metadata: TableMetadata | undefined,
   live: { data: DataFile[]; deletes: DataFile[]; sequenceNumbers: Map<DataFile, number | undefined> },
   files: DataFile[],
 ): Promise<LiveRows> {
   const session = await ctx.session();
   const existing = metadata ? await existingDeletes(ctx, metadata, live, files) : new Map<string, ExistingDeletes>();
-  if (existing.size > 0) await loadDeletedPositions(ctx, DELETED, existing);
+  if (existing.size > 0) await loadDeletedPositions(ctx, t.deleted, existing);
   const enginePathOf = (f: DataFile) => localPath(enginePath(ctx.io, f['file-path']));
   const positions = (touched: DataFile[]) => {
     const paths = touched.map((f) => quoteString(enginePathOf(f)));
     const scan = `SELECT * FROM read_parquet([${paths.join(', ')}], union_by_name = true, filename = ${quoteString(FILE)}, file_row_number = true, hive_partitioning = false)`;
     if (!touched.some((f) => existing.has(f['file-path']))) return scan;
-    return `SELECT * FROM (${scan}) AS t ANTI JOIN ${DELETED} AS d ON t.${quoteIdent(FILE)} = d.f AND t.${POS} = d.pos`;
+    return `SELECT * FROM (${scan}) AS s ANTI JOIN ${t.deleted} AS d ON s.${quoteIdent(FILE)} = d.f AND s.${POS} = d.pos`;
   };
   const select = (touched: DataFile[]) => `SELECT * EXCLUDE (${quoteIdent(FILE)}, ${POS}) FROM (${positions(touched)})`;
-  const lineage = (metadata?.['format-version'] ?? 0) >= 3;
+  // A table whose own columns use the lineage names (another engine's) keeps rows without them.
+  const lineage =
+    metadata !== undefined && metadata['format-version'] >= 3 && !currentSchema(metadata).fields.some((f) => ROW_LINEAGE_FIELDS.some((l) => l.name === f.name));
   if (lineage && files.length > 0) {
     const values = files.map((f) => `(${quoteString(enginePathOf(f))}, ${f['first-row-id'] ?? 'NULL'}::BIGINT, ${live.sequenceNumbers.get(f) ?? 'NULL'}::BIGINT)`);
-    await session.run(`CREATE OR REPLACE TEMP TABLE ${LINEAGE} AS SELECT * FROM (VALUES ${values.join(', ')}) AS v(f, first_row_id, seq)`);
+    await session.run(`CREATE OR REPLACE TEMP TABLE ${t.lineage} AS SELECT * FROM (VALUES ${values.join(', ')}) AS v(f, first_row_id, seq)`);
   }
   const keep = async (touched: DataFile[]) => {
     if (!lineage) return select(touched);
     const columns = new Set((await session.all(`DESCRIBE ${positions(touched)}`)).map((r) => String(r.column_name)));
-    const stored = (name: string) => (columns.has(name) ? `t.${quoteIdent(name)}` : 'NULL');
+    const stored = (name: string) => (columns.has(name) ? `s.${quoteIdent(name)}` : 'NULL');
     const drop = [FILE, POS, ...[ROW_ID, LAST_UPDATED].filter((c) => columns.has(c))].map(quoteIdent).join(', ');
     return (
-      `SELECT t.* EXCLUDE (${drop}), coalesce(${stored(ROW_ID)}, l.first_row_id + t.${POS}) AS ${quoteIdent(ROW_ID)}, ` +
-      `coalesce(${stored(LAST_UPDATED)}, l.seq) AS ${quoteIdent(LAST_UPDATED)} FROM (${positions(touched)}) AS t JOIN ${LINEAGE} AS l ON t.${quoteIdent(FILE)} = l.f`
+      `SELECT s.* EXCLUDE (${drop}), coalesce(${stored(ROW_ID)}, l.first_row_id + s.${POS}) AS ${quoteIdent(ROW_ID)}, ` +
+      `coalesce(${stored(LAST_UPDATED)}, l.seq) AS ${quoteIdent(LAST_UPDATED)} FROM (${positions(touched)}) AS s LEFT JOIN ${t.lineage} AS l ON s.${quoteIdent(FILE)} = l.f`
     );
   };
   return { existing, positions, lineage, keep };
 }
 
 /**
- * Deduplicates the staged batch into `__tl_batch`: the last record per key wins (or the greatest
+ * Deduplicates the staged batch into the scratch table `batch`: the last record per key wins (or the greatest
  * `orderBy`); `__tl_delete` marks the keys to delete. Null keys are refused.
  */
-async function stageBatch(ctx: TableContext, batch: EncodedFiles, schema: Schema, opts: MergeOptions): Promise<void> {
+async function stageBatch(ctx: TableContext, t: Scratch, batch: EncodedFiles, schema: Schema, opts: MergeOptions): Promise<void> {
   const session = await ctx.session();
   const keys = opts.keys.map(quoteIdent).join(', ');
   const files = `read_parquet([${batch.files.map((f) => quoteString(localPath(f))).join(', ')}], filename = '__tl_bf', file_row_number = true, hive_partitioning = false)`;
@@ -431,25 +469,25 @@ async function stageBatch(ctx: TableContext, batch: EncodedFiles, schema: Schema
   const del = opts.deleteWhen ? `((${bindFilter(opts.deleteWhen, schema)!.sql}) IS TRUE)` : 'FALSE';
   if (opts.orderBy && !schema.fields.some((f) => f.name === opts.orderBy)) throw invalidInput(`merge: --order-by column ${opts.orderBy} is not in the table`);
   await session.run(
-    `CREATE OR REPLACE TEMP TABLE __tl_batch AS SELECT * EXCLUDE (__tl_rn, __tl_bf, file_row_number), ${del} AS __tl_delete FROM (` +
+    `CREATE OR REPLACE TEMP TABLE ${t.batch} AS SELECT * EXCLUDE (__tl_rn, __tl_bf, file_row_number), ${del} AS __tl_delete FROM (` +
       `SELECT *, row_number() OVER (PARTITION BY ${keys} ORDER BY ${order}) AS __tl_rn FROM ${files}) WHERE __tl_rn = 1`,
   );
 }
 
 /** Live files that may hold a key of the batch: by partition and key bounds, before reading data. */
-async function candidateFiles(ctx: TableContext, metadata: TableMetadata, schema: Schema, keys: string[]): Promise<LiveFiles> {
+async function candidateFiles(ctx: TableContext, t: Scratch, metadata: TableMetadata, schema: Schema, keys: string[]): Promise<LiveFiles> {
   const none: LiveFiles = { data: [], deletes: [], sequenceNumbers: new Map() };
   const snapshot = currentSnapshot(metadata);
   if (!snapshot) return none;
   const session = await ctx.session();
   const conditions: string[] = [];
   for (const k of keys) {
-    const [r] = await session.all(`SELECT CAST(min(${quoteIdent(k)}) AS VARCHAR) AS lo, CAST(max(${quoteIdent(k)}) AS VARCHAR) AS hi, count(DISTINCT ${quoteIdent(k)}) AS n FROM __tl_batch`);
+    const [r] = await session.all(`SELECT CAST(min(${quoteIdent(k)}) AS VARCHAR) AS lo, CAST(max(${quoteIdent(k)}) AS VARCHAR) AS hi, count(DISTINCT ${quoteIdent(k)}) AS n FROM ${t.batch}`);
     if (r!.lo === null) return none;
     const type = schema.fields.find((f) => f.name === k)!.type;
     const lit = (v: unknown) => literal(type as string, String(v));
     if (keys.length === 1 && Number(r!.n) <= 1000) {
-      const values = await session.all(`SELECT DISTINCT CAST(${quoteIdent(k)} AS VARCHAR) AS v FROM __tl_batch`);
+      const values = await session.all(`SELECT DISTINCT CAST(${quoteIdent(k)} AS VARCHAR) AS v FROM ${t.batch}`);
       conditions.push(`${quoteIdent(k)} IN (${values.map((v) => lit(v.v)).join(', ')})`);
     } else {
       conditions.push(`${quoteIdent(k)} >= ${lit(r!.lo)} AND ${quoteIdent(k)} <= ${lit(r!.hi)}`);
@@ -470,25 +508,25 @@ function literal(type: string, text: string): string {
 
 /**
  * Runs `sql` (the file and position of each live row a change affects, plus for merges the key)
- * into the temp table `__tl_hits`, and returns the candidates holding such a row: only these are
+ * into the scratch table `hits`, and returns the candidates holding such a row: only these are
  * changed.
  */
-async function findHits(ctx: TableContext, candidates: DataFile[], sql: string): Promise<DataFile[]> {
+async function findHits(ctx: TableContext, t: Scratch, candidates: DataFile[], sql: string): Promise<DataFile[]> {
   const session = await ctx.session();
-  await session.run(`CREATE OR REPLACE TEMP TABLE ${HITS} AS ${sql}`);
-  const found = await session.all(`SELECT DISTINCT ${quoteIdent(FILE)} AS f FROM ${HITS}`);
+  await session.run(`CREATE OR REPLACE TEMP TABLE ${t.hits} AS ${sql}`);
+  const found = await session.all(`SELECT DISTINCT ${quoteIdent(FILE)} AS f FROM ${t.hits}`);
   const hit = new Set(found.map((r) => String(r.f)));
   return candidates.filter((f) => hit.has(localPath(enginePath(ctx.io, f['file-path']))));
 }
 
 /** Inserted, updated and deleted keys: a batch key found in a live row exists already. */
-async function mergeCounts(ctx: TableContext, keys: string[]): Promise<{ inserted: number; updated: number; deleted: number }> {
+async function mergeCounts(ctx: TableContext, t: Scratch, keys: string[]): Promise<{ inserted: number; updated: number; deleted: number }> {
   const session = await ctx.session();
   const using = keys.map(quoteIdent).join(', ');
   const [r] = await session.all(
     `SELECT count(*) FILTER (WHERE e.__tl_found AND NOT b.__tl_delete) AS updated, count(*) FILTER (WHERE e.__tl_found AND b.__tl_delete) AS deleted, ` +
       `count(*) FILTER (WHERE e.__tl_found IS NULL AND NOT b.__tl_delete) AS inserted ` +
-      `FROM __tl_batch AS b LEFT JOIN (SELECT DISTINCT ${using}, TRUE AS __tl_found FROM ${HITS}) AS e USING (${using})`,
+      `FROM ${t.batch} AS b LEFT JOIN (SELECT DISTINCT ${using}, TRUE AS __tl_found FROM ${t.hits}) AS e USING (${using})`,
   );
   return { inserted: Number(r!.inserted), updated: Number(r!.updated), deleted: Number(r!.deleted) };
 }

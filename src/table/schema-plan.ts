@@ -1,7 +1,7 @@
 import { invalidInput } from '../core/errors.ts';
 import { newUuid } from '../core/ids.ts';
 import { evolvePartitionSpec, parsePartitionSpec } from '../spec/iceberg/partition-spec-parser.ts';
-import { assignFreshIds, evolveSchema, indexById, nameMapping, typeToString } from '../spec/iceberg/schema.ts';
+import { assignFreshIds, evolveSchema, indexById, nameMapping, ROW_LINEAGE_FIELDS, typeToString } from '../spec/iceberg/schema.ts';
 import { currentSchema, currentSnapshot, newTableMetadata, specById } from '../spec/iceberg/table-metadata.ts';
 import type { PartitionSpec, Schema, StructType, TableMetadata } from '../spec/iceberg/types.ts';
 import { applyUpdates, type TableRequirement, type TableUpdate } from '../spec/iceberg/updates.ts';
@@ -58,6 +58,7 @@ export function planSchema(ctx: TableContext, metadata: TableMetadata | undefine
       [Props.nameMapping]: JSON.stringify(nameMapping(schema, physicalNames)),
     };
     for (const op of ['merge', 'delete'] as const) rowChangeStrategy({ properties, 'format-version': formatVersion } as TableMetadata, op);
+    checkLineageNames(schema, formatVersion);
     const spec = opts.partition ? parsePartitionSpec(opts.partition, schema, { specId: 0, lastPartitionId: 999 }) : { 'spec-id': 0, fields: [] };
     if (formats.includes('delta')) checkDeltaPartitioning(spec, schema);
     const newTable = newTableMetadata({
@@ -88,6 +89,8 @@ export function planSchema(ctx: TableContext, metadata: TableMetadata | undefine
     allowEvolution: boolProp(metadata.properties, Props.schemaEvolution, true),
     newSchemaId: nextSchemaId,
   });
+  const known = new Set(current.fields.map((f) => f.id));
+  checkLineageNames({ ...evolved.schema, fields: evolved.schema.fields.filter((f) => !known.has(f.id)) }, metadata['format-version']);
   let spec = specById(metadata, metadata['default-spec-id']);
   const specUpdates: TableUpdate[] = [];
   if (opts.partition !== undefined) {
@@ -113,6 +116,19 @@ export function planSchema(ctx: TableContext, metadata: TableMetadata | undefine
     spec,
     specUpdates,
   };
+}
+
+/**
+ * v3 tables carry row lineage in columns named `_row_id` and `_last_updated_sequence_number`
+ * (spec §Row Lineage) when rows move between files; a new table column may not take those names.
+ */
+function checkLineageNames(schema: Schema, formatVersion: number): void {
+  if (formatVersion < 3) return;
+  for (const f of schema.fields) {
+    if (ROW_LINEAGE_FIELDS.some((l) => l.name === f.name)) {
+      throw invalidInput(`schema: column ${f.name} is reserved for row lineage in Iceberg v3 tables; rename it or use a v2 table (format-version=2)`);
+    }
+  }
 }
 
 /**

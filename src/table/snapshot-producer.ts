@@ -5,7 +5,7 @@ import type { FileIO } from '../io/file-io.ts';
 import { encodeManifestList, partitionSummaries } from '../spec/iceberg/manifest-list.ts';
 import { deleteFileKey, partitionType } from '../spec/iceberg/manifest.ts';
 import { partitionIdentity, summarize } from '../spec/iceberg/snapshot-summary.ts';
-import { currentSnapshot, specById } from '../spec/iceberg/table-metadata.ts';
+import { currentSnapshot, isUnpartitioned, specById } from '../spec/iceberg/table-metadata.ts';
 import type { DataFile, FieldSummary, ManifestEntry, ManifestFile, Operation, PartitionSpec, Schema, Snapshot, TableMetadata } from '../spec/iceberg/types.ts';
 import { avroCodec, readManifestEntries, readManifestList, syncMarker, writeManifest } from './manifest-io.ts';
 import { intProp, Props, boolProp } from './table-properties.ts';
@@ -368,14 +368,19 @@ export class SnapshotProducer {
       const entries = lists[i]!.filter((e) => e.status !== 2);
       for (const e of entries) {
         const f = e['data-file'];
-        if ((e['sequence-number'] ?? 0) <= plannedAt) continue;
+        if (toRemove.has(deleteFileKey(f))) continue;
         const ref = f['referenced-data-file'];
+        // A second deletion vector for a touched file is never allowed, however it got there.
+        if (ref !== undefined && replaced.has(ref) && f['file-format'].toUpperCase() === 'PUFFIN') {
+          throw new TwinlakeError(CONFLICT, `iceberg: ${ref} has a deletion vector this change did not plan with (${f['file-path']})`);
+        }
+        if ((e['sequence-number'] ?? 0) <= plannedAt) continue;
         // A newer delete file applies to a touched file if it names it, or names no file and
         // shares its partition, or is an equality delete of an unpartitioned spec.
         const applies =
           ref !== undefined
             ? replaced.has(ref)
-            : partitions.has(partitionIdentity(f)) || (f.content === 2 && specById(base, f['spec-id']).fields.length === 0);
+            : partitions.has(partitionIdentity(f)) || (f.content === 2 && isUnpartitioned(specById(base, f['spec-id'])));
         if (applies) throw new TwinlakeError(CONFLICT, `iceberg: a concurrent commit added deletes (${f['file-path']}) for a file this change touches`);
       }
       if (m.content !== 1 || !entries.some((e) => toRemove.has(deleteFileKey(e['data-file'])))) {

@@ -263,6 +263,34 @@ describe('v3 row lineage through copy-on-write rewrites', () => {
   });
 });
 
+describe('merges and deletes on several tables of one lakehouse at once', () => {
+  const fx = lakehouseFixture();
+
+  it('each keeps to its own table (they share one DuckDB session)', async () => {
+    const names = ['multi.a', 'multi.b', 'multi.c', 'multi.d'];
+    const strategies = ['copy-on-write', 'merge-on-read', 'copy-on-write', 'merge-on-read'] as const;
+    for (const [i, name] of names.entries()) {
+      await fx.lake.table(name).append(Array.from({ length: 1000 }, (_, k) => ({ id: k, v: 0 })), { properties: { 'format-version': i < 2 ? '3' : '2' } });
+    }
+    const results = await Promise.all(
+      names.flatMap((name, i) => [
+        fx.lake.table(name).delete(`id < ${10 + i}`, { strategy: strategies[i] }),
+        fx.lake.table(name).merge(Array.from({ length: 20 }, (_, k) => ({ id: 500 + k + i, v: i + 1 })), { keys: ['id'], strategy: strategies[i] }),
+      ]),
+    );
+    for (const [i, name] of names.entries()) {
+      const [deleted, merged] = [results[2 * i]!, results[2 * i + 1]!];
+      expect(deleted.deleted, name).toBe(10 + i);
+      expect(merged.updated, name).toBe(20);
+      const t = fx.lake.table(name);
+      const rows = await t.read();
+      expect(ids(rows), name).toEqual(Array.from({ length: 1000 - 10 - i }, (_, k) => k + 10 + i));
+      expect(rows.filter((r) => Number(r.v) === i + 1).map((r) => Number(r.id)).sort((a, b) => a - b), name).toEqual(Array.from({ length: 20 }, (_, k) => 500 + k + i));
+      expect(ids(await t.read({ format: 'delta' })), name).toEqual(ids(rows));
+    }
+  });
+});
+
 describe('merge-on-read: bad input commits nothing', () => {
   const fx = lakehouseFixture();
 
@@ -295,6 +323,20 @@ describe('merge-on-read: bad input commits nothing', () => {
       // format-version is a creation choice, not a stored property (spec: reserved table properties).
       expect((await t.describe()).properties['format-version']).toBeUndefined();
     }
+  });
+
+  it('a v3 table keeps the row lineage column names for itself', async () => {
+    const err = await fx.lake.table('bad.lineage').append([{ id: 1, _row_id: 5 }], { properties: { 'format-version': '3' } }).catch((e) => e);
+    expect(err).toBeInstanceOf(TwinlakeError);
+    expect(err.message).toMatch(/column _row_id is reserved for row lineage in Iceberg v3 tables/);
+    expect(await fx.lake.table('bad.lineage').exists()).toBe(false);
+    const t = fx.lake.table('bad.lineage3');
+    const first = await t.append([{ id: 1 }], { properties: { 'format-version': '3' } });
+    const evolve = await t.append([{ id: 2, _last_updated_sequence_number: 1 }]).catch((e) => e);
+    expect(evolve.message).toMatch(/column _last_updated_sequence_number is reserved/);
+    expect((await t.describe()).currentSnapshotId).toBe(first.snapshotId);
+    // A v2 table may use the names.
+    await fx.lake.table('bad.lineage2').append([{ id: 1, _row_id: 5 }]);
   });
 
   it('refuses merge-on-read on an Iceberg v1 table (made by another engine) and commits nothing', async () => {

@@ -346,6 +346,11 @@ export function currentSchema(m: TableMetadata): Schema {
 }
 
 /** The partition spec with that ID; throws `not-found` when the metadata has none. */
+/** A spec with no fields, or only `void` ones, partitions nothing (spec §Partitioning). */
+export function isUnpartitioned(spec: PartitionSpec): boolean {
+  return spec.fields.every((f) => f.transform === 'void');
+}
+
 export function specById(m: TableMetadata, id: number): PartitionSpec {
   const s = m['partition-specs'].find((x) => x['spec-id'] === id);
   if (!s) throw notFound(`iceberg metadata: spec-id ${id} not in partition-specs [${m['partition-specs'].map((x) => x['spec-id']).join(', ')}]`);
