@@ -78,6 +78,13 @@ describe('snapshot producer: deletes committed after a merge was planned', () =>
     });
   }
 
+  it('a concurrent append is no conflict: the change is rebased on it', async () => {
+    const { metadata, fileA, fileB } = await setup('sp.append');
+    const plannedAt = metadata['last-sequence-number'];
+    const appended = await commitOn(metadata, { operation: 'append', added: [{ ...fileB, 'file-path': `${fileB['file-path']}.more.parquet` }], replaceAll: false }, 15n);
+    expect(await outcome(appended, rewriteOf(fileA, plannedAt))).toBe('ok');
+  });
+
   it('a newer delete naming the touched file is a conflict, and so is the touched file gone', async () => {
     const { metadata, fileA } = await setup('sp.named');
     const plannedAt = metadata['last-sequence-number'];
