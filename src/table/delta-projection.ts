@@ -9,7 +9,7 @@ import { deltaStats } from '../spec/parquet/stats.ts';
 import { schemaById, snapshotById, specById } from '../spec/iceberg/table-metadata.ts';
 import { serializePartitionValue } from '../spec/delta/partition-values.ts';
 import type { LiteralValue } from '../spec/scan-task.ts';
-import type { DataFile, Schema, Snapshot, TableMetadata } from '../spec/iceberg/types.ts';
+import type { DataFile, ManifestEntry, ManifestFile, Schema, Snapshot, TableMetadata } from '../spec/iceberg/types.ts';
 import { readManifestEntries, readManifestList } from './manifest-io.ts';
 import { deleteFileKey } from '../spec/iceberg/manifest.ts';
 import { deltaDescriptor } from './row-deletes.ts';
@@ -84,15 +84,17 @@ export function identityColumns(metadata: TableMetadata, schema: Schema): { name
   return out;
 }
 
-/** `partitionValues` of a data file, keyed by the columns' physical names (column mapping). */
-function partitionValues(metadata: TableMetadata, schema: Schema, file: DataFile): Record<string, string | null> {
-  const physicalNames = readPhysicalNames(metadata);
-  const out: Record<string, string | null> = {};
-  for (const c of identityColumns(metadata, schema)) {
-    const value = (file.partition[c.partitionField] ?? null) as LiteralValue;
-    out[physicalNames.get(c.fieldId) ?? c.name] = serializePartitionValue(value, c.type, c.name);
-  }
-  return out;
+/** `partitionValues` of a table's data files, keyed by the columns' physical names (column mapping). */
+function partitionValuesOf(metadata: TableMetadata, schema: Schema, physicalNames: Map<number, string>): (file: DataFile) => Record<string, string | null> {
+  const columns = identityColumns(metadata, schema);
+  return (file) => {
+    const out: Record<string, string | null> = {};
+    for (const c of columns) {
+      const value = (file.partition[c.partitionField] ?? null) as LiteralValue;
+      out[physicalNames.get(c.fieldId) ?? c.name] = serializePartitionValue(value, c.type, c.name);
+    }
+    return out;
+  };
 }
 
 /** A data file's path as Delta wants it: relative to the table root, URI-encoded. */
@@ -150,6 +152,7 @@ export function snapshotActions(metadata: TableMetadata, snapshot: Snapshot, fil
     ? schemaById(metadata, parent['schema-id'] ?? schema['schema-id'])
     : initialSchema(metadata);
   const physicalNames = readPhysicalNames(metadata);
+  const partitionValues = partitionValuesOf(metadata, schema, physicalNames);
   const overwrite = snapshot.summary.operation === 'overwrite';
   const dvBefore = deletionVectorsOn(parent);
   const dvAfter = deletionVectorsOn(snapshot);
@@ -191,13 +194,13 @@ export function snapshotActions(metadata: TableMetadata, snapshot: Snapshot, fil
     deletionTimestamp: ts,
     dataChange: true,
     extendedFileMetadata: true,
-    partitionValues: partitionValues(metadata, schema, f),
+    partitionValues: partitionValues(f),
     size: f['file-size-in-bytes'],
     ...(dv ? { deletionVector: dv } : {}),
   });
   const add = (f: DataFile, dv: DeletionVectorDescriptor | undefined): AddFile => ({
     path: deltaPath(metadata.location, f['file-path']),
-    partitionValues: partitionValues(metadata, schema, f),
+    partitionValues: partitionValues(f),
     size: f['file-size-in-bytes'],
     modificationTime: ts,
     dataChange: true,
@@ -223,9 +226,17 @@ export async function snapshotChanges(io: FileIO, metadata: TableMetadata, snaps
   const out: SnapshotFiles = { added: [], removed: [], addedDeletes: [], removedDeletes: [], deleteTargets: new Map(), descriptors: new Map() };
   const id = snapshot['snapshot-id'];
   const manifests = await readManifestList(io, snapshot['manifest-list']);
-  for (const m of manifests) {
-    if (m['added-snapshot-id'] !== id) continue;
-    for (const e of await readManifestEntries(io, m, metadata)) {
+  const read = new Map<string, Promise<ManifestEntry[]>>();
+  const entriesOf = (m: ManifestFile) => {
+    if (!read.has(m['manifest-path'])) read.set(m['manifest-path'], readManifestEntries(io, m, metadata));
+    return read.get(m['manifest-path'])!;
+  };
+  // Only manifests this snapshot wrote with ADDED or DELETED entries say what it changed (a
+  // manifest merged from older ones holds EXISTING entries only).
+  const own = manifests.filter((m) => m['added-snapshot-id'] === id && m['added-files-count'] + m['deleted-files-count'] > 0);
+  for (const [i, entries] of (await Promise.all(own.map(entriesOf))).entries()) {
+    const m = own[i]!;
+    for (const e of entries) {
       if (e['snapshot-id'] !== id || e.status === 0) continue;
       const target = m.content === 0 ? (e.status === 1 ? out.added : out.removed) : e.status === 1 ? out.addedDeletes : out.removedDeletes;
       target.push(e['data-file']);
@@ -236,9 +247,8 @@ export async function snapshotChanges(io: FileIO, metadata: TableMetadata, snaps
   const changed = new Set([...out.added, ...out.removed].map((f) => f['file-path']));
   const targets = new Set(deletes.map((d) => d['referenced-data-file']!).filter((p) => p !== undefined && !changed.has(p)));
   if (targets.size > 0) {
-    for (const m of manifests) {
-      if (m.content !== 0) continue;
-      for (const e of await readManifestEntries(io, m, metadata)) {
+    for (const entries of await Promise.all(manifests.filter((m) => m.content === 0).map(entriesOf))) {
+      for (const e of entries) {
         const path = e['data-file']['file-path'];
         if (e.status !== 2 && targets.has(path)) out.deleteTargets.set(path, e['data-file']);
       }

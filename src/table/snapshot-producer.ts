@@ -71,6 +71,11 @@ export class SnapshotProducer {
   private addedDeleteManifests?: { uri: string; length: number; specId: number; files: DataFile[]; partitions: FieldSummary[] }[];
   /** Every Avro file written, so a failed write can remove them all. */
   readonly written: string[] = [];
+  /**
+   * Manifests read so far, by path: a manifest never changes once written, and one snapshot (and
+   * its rebuilds after a lost compare-and-swap) reads the same ones in several steps.
+   */
+  private readonly entryCache = new Map<string, Promise<ManifestEntry[]>>();
 
   constructor(
     private readonly io: FileIO,
@@ -120,8 +125,9 @@ export class SnapshotProducer {
       // Every live file of the parent becomes a DELETED entry of this snapshot; its sequence
       // numbers are kept, as the spec requires for deleted entries.
       const deletedEntries: ManifestEntry[] = [];
-      for (const m of parentManifests) {
-        for (const e of await readManifestEntries(this.io, m, base)) {
+      const lists = await Promise.all(parentManifests.map((m) => this.entries(base, m)));
+      for (const list of lists) {
+        for (const e of list) {
           if (e.status === 2) continue;
           deletedEntries.push({ ...e, status: 2, 'snapshot-id': this.snapshotId });
           (e['data-file'].content === 0 ? removed : removedDeletes).push(e['data-file']);
@@ -236,7 +242,7 @@ export class SnapshotProducer {
 
     const spec = specById(base, specId);
     const entries: ManifestEntry[] = [];
-    for (const list of await Promise.all(mergeable.map((m) => readManifestEntries(this.io, m, base)))) {
+    for (const list of await Promise.all(mergeable.map((m) => this.entries(base, m)))) {
       for (const e of list) {
         if (e.status === 2) continue;
         entries.push({ ...e, status: 0 });
@@ -279,7 +285,7 @@ export class SnapshotProducer {
   ): Promise<ManifestFile[]> {
     const out: ManifestFile[] = [];
     const found = new Set<string>();
-    const entryLists = await Promise.all(parentManifests.map((m) => (m.content === 0 ? readManifestEntries(this.io, m, base) : Promise.resolve([]))));
+    const entryLists = await Promise.all(parentManifests.map((m) => (m.content === 0 ? this.entries(base, m) : Promise.resolve([]))));
     for (let i = 0; i < parentManifests.length; i++) {
       const m = parentManifests[i]!;
       const entries = entryLists[i]!;
@@ -339,7 +345,7 @@ export class SnapshotProducer {
   private async checkDataFilesLive(base: TableMetadata, manifests: ManifestFile[]): Promise<void> {
     const wanted = new Set([...this.change.rowDeletes!.replaced.keys()].filter((p) => !this.change.removeFiles?.has(p)));
     if (wanted.size === 0) return;
-    const lists = await Promise.all(manifests.filter((m) => m.content === 0).map((m) => readManifestEntries(this.io, m, base)));
+    const lists = await Promise.all(manifests.filter((m) => m.content === 0).map((m) => this.entries(base, m)));
     for (const entries of lists) for (const e of entries) if (e.status !== 2) wanted.delete(e['data-file']['file-path']);
     if (wanted.size > 0) {
       throw new TwinlakeError(CONFLICT, `iceberg: ${wanted.size} data file(s) this change deletes rows from are no longer in the table (first: ${[...wanted][0]})`);
@@ -362,7 +368,7 @@ export class SnapshotProducer {
     const toRemove = new Set([...replaced.values()].flat());
     const found = new Set<string>();
     const out: ManifestFile[] = [];
-    const lists = await Promise.all(manifests.map((m) => (m.content === 1 ? readManifestEntries(this.io, m, base) : Promise.resolve([]))));
+    const lists = await Promise.all(manifests.map((m) => (m.content === 1 ? this.entries(base, m) : Promise.resolve([]))));
     for (let i = 0; i < manifests.length; i++) {
       const m = manifests[i]!;
       const entries = lists[i]!.filter((e) => e.status !== 2);
@@ -435,6 +441,16 @@ export class SnapshotProducer {
       partitions: summaries(spec, schema, rewritten.map((e) => e['data-file'])),
     };
     return { manifest, removed };
+  }
+
+  private entries(base: TableMetadata, m: ManifestFile): Promise<ManifestEntry[]> {
+    let pending = this.entryCache.get(m['manifest-path']);
+    if (!pending) {
+      pending = readManifestEntries(this.io, m, base);
+      this.entryCache.set(m['manifest-path'], pending);
+      pending.catch(() => this.entryCache.delete(m['manifest-path']));
+    }
+    return pending;
   }
 
   /** Removes every file this producer wrote (the write failed or was abandoned). */
