@@ -1,4 +1,4 @@
-import { invalidInput } from '../core/errors.ts';
+import { invalidInput, isTwinlakeError } from '../core/errors.ts';
 import type { TableMetadata } from '../spec/iceberg/types.ts';
 import type { TableRequirement, TableUpdate } from '../spec/iceberg/updates.ts';
 
@@ -69,6 +69,14 @@ export interface Catalog {
 }
 
 /** `ns.table`, `a.b.table`: the dotted form used by the CLI, Spark and PyIceberg. */
+/** Creates the namespace unless it exists (a concurrent creator winning is fine). */
+export async function ensureNamespace(catalog: Catalog, namespace: string[]): Promise<void> {
+  if (await catalog.namespaceExists(namespace)) return;
+  await catalog.createNamespace(namespace).catch((e) => {
+    if (!isTwinlakeError(e, 'already-exists')) throw e;
+  });
+}
+
 export function formatTableIdentifier(id: TableIdentifier): string {
   return [...id.namespace, id.name].join('.');
 }

@@ -30,6 +30,18 @@ export function localPath(uri: string): string {
   throw invalidInput(`uri: expected a file: URI or an absolute path, found ${JSON.stringify(uri)}`);
 }
 
+/** A `file:` URI as a local path; any other location as it is. */
+export function localPathIfFile(uri: string): string {
+  return uri.startsWith('file:') ? localPath(uri) : uri;
+}
+
+/** The scheme and authority a URI starts with (`s3://bucket`, `file://`); no match for a plain path. */
+export const SCHEME_AND_AUTHORITY = /^[A-Za-z][A-Za-z0-9+.-]*:(\/\/[^/]*)?/;
+
+export function schemeAndAuthority(uri: string): string {
+  return SCHEME_AND_AUTHORITY.exec(uri)?.[0] ?? '';
+}
+
 /** Join a location and a relative path with exactly one slash. */
 export function joinUri(base: string, ...parts: string[]): string {
   let out = base.replace(/\/+$/, '');

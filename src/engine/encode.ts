@@ -4,7 +4,7 @@ import { mkdir, rename, rm } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { invalidInput, isTwinlakeError, TwinlakeError } from '../core/errors.ts';
-import { localPath } from '../core/uri.ts';
+import { localPathIfFile } from '../core/uri.ts';
 import type { StructType } from '../spec/iceberg/types.ts';
 import { structFromDescribe } from '../spec/parquet/duckdb-types.ts';
 import { conversionChecks, fieldIdsClause, parseCastFailure, selectList, type CastFailure } from '../spec/parquet/field-ids.ts';
@@ -184,7 +184,7 @@ async function locateCsvShapeError(session: DuckDBSession, input: InputFile): Pr
     else if (!quoted && ch === delimiter) count++;
   }
   const columns = Array.from({ length: count }, (_, i) => `'c${i}': 'VARCHAR'`).join(', ');
-  const path = quoteString(input.path.startsWith('file:') ? localPath(input.path) : input.path);
+  const path = quoteString(localPathIfFile(input.path));
   try {
     await session.run(
       `SELECT count(*) FROM read_csv(${path}, auto_detect = false, header = ${c.header ?? true ? 'true' : 'false'}, delim = ${quoteString(delimiter)}, quote = ${quoteString(quote)}, escape = ${quoteString(c.escape ?? quote)}, columns = {${columns}})`,
@@ -230,7 +230,7 @@ function plainFile(input: InputFile): boolean {
 }
 
 function lines(input: InputFile): AsyncIterable<string> {
-  const path = input.path.startsWith('file:') ? localPath(input.path) : input.path;
+  const path = localPathIfFile(input.path);
   return createInterface({ input: createReadStream(path, { encoding: 'utf8' }), crlfDelay: Infinity });
 }
 

@@ -1,4 +1,4 @@
-import { localPath } from '../core/uri.ts';
+import { localPathIfFile } from '../core/uri.ts';
 import type { IcebergType, StructType } from '../spec/iceberg/types.ts';
 import { quoteIdent, quoteString, structFromDescribe, toDuckDBType } from '../spec/parquet/duckdb-types.ts';
 import type { DuckDBSession } from './duckdb-session.ts';
@@ -17,7 +17,7 @@ export interface InputFile {
 const SAMPLE_ROWS = 20480;
 
 function pathOf(input: InputFile): string {
-  return input.path.startsWith('file:') ? localPath(input.path) : input.path;
+  return localPathIfFile(input.path);
 }
 
 /** The type the input is read as before conversion: every primitive as text, so no reader coerces. */

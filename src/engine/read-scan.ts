@@ -14,7 +14,7 @@ import {
   DuckDBUUIDValue,
 } from '@duckdb/node-api';
 import { dataInvalid, internal, invalidInput, unsupported } from '../core/errors.ts';
-import { localPath } from '../core/uri.ts';
+import { localPath, localPathIfFile, SCHEME_AND_AUTHORITY } from '../core/uri.ts';
 import { formatDate, formatTime, formatTimestamp, fromJsonValue, unscaledToDecimal } from '../spec/iceberg/single-value.ts';
 import type { IcebergType, NestedField } from '../spec/iceberg/types.ts';
 import { quoteIdent, quoteString, sqlLiteral, toDuckDBType } from '../spec/parquet/duckdb-types.ts';
@@ -211,7 +211,7 @@ function deleteJoins(task: ScanTask, readable: NestedField[], nameMapped: Set<st
   if (posFiles.length > 0) {
     positions.push(
       `SELECT m.i, d.pos FROM read_parquet([${[...posPaths].map(quoteString).join(', ')}], union_by_name = true) AS d ` +
-        `JOIN (VALUES ${posFiles.join(', ')}) AS m(f, dp, i) ON d.filename = m.f AND regexp_replace(d.file_path, ${quoteString(SCHEME_AUTHORITY.source)}, '') = m.dp`,
+        `JOIN (VALUES ${posFiles.join(', ')}) AS m(f, dp, i) ON d.filename = m.f AND regexp_replace(d.file_path, ${quoteString(SCHEME_AND_AUTHORITY.source)}, '') = m.dp`,
     );
   }
   if (ranges.length > 0) {
@@ -270,10 +270,8 @@ function deleteJoins(task: ScanTask, readable: NestedField[], nameMapped: Set<st
  * metadata was relocated keeps the old cluster's URIs inside its delete files. Two files of one
  * table do not differ by host alone.
  */
-const SCHEME_AUTHORITY = /^[A-Za-z][A-Za-z0-9+.-]*:(\/\/[^/]*)?/;
-
 function pathPart(uri: string): string {
-  return uri.replace(SCHEME_AUTHORITY, '');
+  return uri.replace(SCHEME_AND_AUTHORITY, '');
 }
 
 /** A bitmap's runs as "start" / "start+count" separated by spaces. */
@@ -426,6 +424,6 @@ export async function copyScanTo(session: DuckDBSession, task: ScanTask, options
   const inner = await scanSql(session, task, options.limit);
   const columns = task.schema.fields.map((f) => `${exportExpr(f.type, `s.${quoteIdent(f.name)}`, 0)} AS ${quoteIdent(f.name)}`);
   const format = options.format === 'json' ? 'FORMAT json' : 'FORMAT csv, HEADER true';
-  const target = options.path.startsWith('file:') ? localPath(options.path) : options.path;
+  const target = localPathIfFile(options.path);
   await session.run(`COPY (SELECT ${columns.join(', ')} FROM (${inner}) AS s) TO ${quoteString(target)} (${format})`);
 }

@@ -44,6 +44,11 @@ export class FileIO {
     return store.delete(key);
   }
 
+  /** Best-effort cleanup after a failed or abandoned write: deletes what it can, never throws. */
+  async deleteQuietly(uris: readonly string[]): Promise<void> {
+    await Promise.all(uris.map((u) => this.delete(u).catch(() => undefined)));
+  }
+
   /** Objects below a URI prefix, with their full URIs, sorted. */
   async *list(prefixUri: string): AsyncIterable<ObjectMeta & { uri: string }> {
     const { store, key } = this.resolve(prefixUri);

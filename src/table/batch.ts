@@ -10,7 +10,7 @@ import { partitionPathSegment } from '../spec/iceberg/transforms.ts';
 import type { LiteralValue } from '../spec/scan-task.ts';
 import { inferSchema, inputRelation } from '../engine/infer-schema.ts';
 import type { FileIO } from '../io/file-io.ts';
-import { indexById, ROW_LINEAGE_FIELDS, typeToString } from '../spec/iceberg/schema.ts';
+import { canPromote, indexById, ROW_LINEAGE_FIELDS, typeToString } from '../spec/iceberg/schema.ts';
 import type { DataFile, IcebergType, PartitionSpec, PartitionTuple, Schema, StructType } from '../spec/iceberg/types.ts';
 import { icebergMetrics } from '../spec/parquet/stats.ts';
 import type { PreparedInput } from './input.ts';
@@ -72,18 +72,10 @@ export function alignToTable(incoming: StructType, table: Schema): StructType {
     fields: incoming.fields.map((f) => {
       const t = byName.get(f.name);
       if (!t || typeof t.type !== 'string' || typeof f.type !== 'string' || t.type === f.type) return f;
-      if (isWidening(t.type, f.type)) return f; // evolution widens the table instead
+      if (canPromote(t.type, f.type)) return f; // evolution widens the table instead
       return { ...f, type: t.type };
     }),
   };
-}
-
-function isWidening(tableType: string, batchType: string): boolean {
-  if (tableType === 'int' && batchType === 'long') return true;
-  if (tableType === 'float' && batchType === 'double') return true;
-  const a = /^decimal\((\d+),\s*(\d+)\)$/.exec(tableType);
-  const b = /^decimal\((\d+),\s*(\d+)\)$/.exec(batchType);
-  return !!a && !!b && a[2] === b[2] && Number(b[1]) > Number(a[1]);
 }
 
 export interface EncodedFiles {
@@ -157,7 +149,7 @@ export async function encodeFrom(ctx: BatchContext, plan: EncodeTarget, from: En
   const files = stats.map((s) => joinUri(dataDir, relative(localDir, s.path).split(sep).join('/')));
   const rows = stats.reduce((a, s) => a + s.recordCount, 0);
   if (rows === 0 && input) {
-    await deleteFiles(ctx, files);
+    await ctx.io.deleteQuietly(files);
     throw invalidInput(`input ${displayName}: no records; nothing was written`);
   }
   const specId = plan.spec['spec-id'];
@@ -208,13 +200,9 @@ function checkRequiredNulls(schema: Schema, metrics: Pick<DataFile, 'null-value-
   }
 }
 
-export async function deleteFiles(ctx: BatchContext, uris: string[]): Promise<void> {
-  await Promise.all(uris.map((u) => ctx.io.delete(u).catch(() => undefined)));
-}
-
 async function removeByPrefix(ctx: BatchContext, dir: string, prefix: string): Promise<void> {
   const doomed: string[] = [];
   for await (const o of ctx.io.list(dir + '/')) if (basename(o.uri).startsWith(prefix)) doomed.push(o.uri);
-  await deleteFiles(ctx, doomed);
+  await ctx.io.deleteQuietly(doomed);
 }
 

@@ -1,12 +1,11 @@
 import { isTwinlakeError, TwinlakeError } from '../core/errors.ts';
 import { newSnapshotId } from '../core/ids.ts';
-import type { LoadTableResult } from '../catalog/catalog.ts';
+import { ensureNamespace, type LoadTableResult } from '../catalog/catalog.ts';
 import { currentSchema, currentSnapshot } from '../spec/iceberg/table-metadata.ts';
 import type { TableMetadata } from '../spec/iceberg/types.ts';
 import { applyUpdates } from '../spec/iceberg/updates.ts';
-import type { EncodedFiles } from './batch.ts';
 import { DELTA_DV_KEY, DELTA_VERSION_KEY, deletionVectorsOn, nextDeltaVersion } from './delta-projection.ts';
-import { rebasePlan, sameColumns, type SchemaPlan } from './schema-plan.ts';
+import { rebasePlan, type SchemaPlan } from './schema-plan.ts';
 import { SnapshotProducer, type SnapshotChange } from './snapshot-producer.ts';
 import type { TableContext } from './table-context.ts';
 import { identString } from './table-context.ts';
@@ -33,7 +32,6 @@ export type CommitOutcome =
 export async function commitChange(
   ctx: TableContext,
   plan: SchemaPlan,
-  written: EncodedFiles,
   change: SnapshotChange,
   loaded: LoadTableResult | undefined,
   opts: WriteOptions,
@@ -52,7 +50,6 @@ export async function commitChange(
           return outcome;
         }
         base = await ctx.catalog.loadTable(ctx.ident); // someone else created it first
-        if (!sameColumns(written.schema, base.metadata, plan)) return { status: 'schema-moved', loaded: base };
         continue;
       }
       if (!base) base = await ctx.catalog.loadTable(ctx.ident);
@@ -80,7 +77,7 @@ export async function commitChange(
         committed = true;
         return { status: 'committed', metadata: result.metadata, snapshot: produced.snapshot, created: false };
       }
-      await Promise.all(produced.attemptFiles.map((f) => ctx.io.delete(f).catch(() => undefined)));
+      await ctx.io.deleteQuietly(produced.attemptFiles);
       base = await ctx.catalog.loadTable(ctx.ident);
     }
     throw new TwinlakeError('commit-conflict', `write ${identString(ctx.ident)}: gave up after ${MAX_COMMIT_ATTEMPTS} attempts lost to concurrent commits`);
@@ -111,16 +108,12 @@ async function createWithSnapshot(ctx: TableContext, plan: SchemaPlan, producer:
     { nowMs },
   );
   try {
-    if (!(await ctx.catalog.namespaceExists(ctx.ident.namespace))) {
-      await ctx.catalog.createNamespace(ctx.ident.namespace).catch((e) => {
-        if (!isTwinlakeError(e, 'already-exists')) throw e;
-      });
-    }
+    await ensureNamespace(ctx.catalog, ctx.ident.namespace);
     const created = await ctx.catalog.createTable(ctx.ident, metadata);
     return { status: 'committed', metadata: created.metadata, snapshot: produced.snapshot, created: true };
   } catch (e) {
     if (isTwinlakeError(e, 'already-exists')) {
-      await Promise.all(produced.attemptFiles.map((f) => ctx.io.delete(f).catch(() => undefined)));
+      await ctx.io.deleteQuietly(produced.attemptFiles);
       return undefined;
     }
     throw e;

@@ -6,9 +6,7 @@ import { stringifyJson } from '../core/json.ts';
 import { quoteString } from '../engine/duckdb-session.ts';
 import { buildLastCheckpoint, CHECKPOINT_COLUMNS, checkpointActions, parseLastCheckpoint } from '../spec/delta/checkpoint.ts';
 import { checkpointPath } from '../spec/delta/actions.ts';
-import type { TableMetadata } from '../spec/iceberg/types.ts';
 import { readDeltaSnapshot } from './delta-log.ts';
-import { checkpointInterval } from './delta-projection.ts';
 import type { TableContext } from './table-context.ts';
 import { identString } from './table-context.ts';
 
@@ -17,11 +15,19 @@ import { identString } from './table-context.ts';
  * §Checkpoints), so readers and writers start from it instead of replaying the whole log. A
  * checkpoint is an optimization: failing to write one only warns.
  */
-export async function writeDeltaCheckpointIfDue(ctx: TableContext, metadata: TableMetadata, version: number, warn: (m: string) => void): Promise<void> {
-  const interval = checkpointInterval(metadata);
-  if (version === 0 || version % interval !== 0) return;
+export async function writeDeltaCheckpointIfDue(
+  ctx: TableContext,
+  location: string,
+  versions: readonly number[],
+  interval: number,
+  warn: (m: string) => void,
+): Promise<void> {
+  // One checkpoint at the newest due version among those just written covers them all.
+  const due = versions.filter((v) => v > 0 && v % interval === 0);
+  if (due.length === 0) return;
+  const version = Math.max(...due);
   try {
-    await writeDeltaCheckpoint(ctx, metadata.location, version);
+    await writeDeltaCheckpoint(ctx, location, version);
   } catch (e) {
     warn(`delta: checkpoint ${version} of ${identString(ctx.ident)} was not written (${errorMessage(e)})`);
   }

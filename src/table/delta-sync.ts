@@ -1,7 +1,7 @@
 import { errorMessage, invalidInput } from '../core/errors.ts';
-import type { TableMetadata } from '../spec/iceberg/types.ts';
+import type { Snapshot, TableMetadata } from '../spec/iceberg/types.ts';
 import { writeDeltaCheckpointIfDue } from './delta-checkpoint.ts';
-import { catchUpDelta, checkpointInterval } from './delta-projection.ts';
+import { catchUpDelta, checkpointInterval, deltaVersionOf } from './delta-projection.ts';
 import type { TableContext } from './table-context.ts';
 import { identString } from './table-context.ts';
 import { tableFormats } from './table-properties.ts';
@@ -25,10 +25,32 @@ export async function commitDelta(ctx: TableContext, metadata: TableMetadata, wa
   return undefined;
 }
 
-/** One checkpoint at the newest due version among those just written covers them all. */
+/** A checkpoint when one of the versions just written is due. */
 export async function checkpointIfDue(ctx: TableContext, metadata: TableMetadata, versions: number[], warn: (m: string) => void): Promise<void> {
-  const due = versions.filter((v) => v > 0 && v % checkpointInterval(metadata) === 0);
-  if (due.length > 0) await writeDeltaCheckpointIfDue(ctx, metadata, Math.max(...due), warn);
+  await writeDeltaCheckpointIfDue(ctx, metadata.location, versions, checkpointInterval(metadata), warn);
+}
+
+/**
+ * The Delta half of a write after its Iceberg snapshot committed: the version mirroring it (and
+ * a checkpoint when due), with timings. Never fails the write (see `commitDelta`).
+ */
+export async function finishDelta(
+  ctx: TableContext,
+  metadata: TableMetadata,
+  snapshot: Snapshot,
+  warn: (m: string) => void,
+): Promise<{ deltaVersion?: number; deltaCommitted: boolean; deltaCommitMs: number; checkpointMs: number }> {
+  if (!tableFormats(metadata.properties).includes('delta')) return { deltaCommitted: false, deltaCommitMs: 0, checkpointMs: 0 };
+  const deltaStart = performance.now();
+  const versions = await commitDelta(ctx, metadata, warn);
+  const checkpointStart = performance.now();
+  if (versions) await checkpointIfDue(ctx, metadata, versions, warn);
+  return {
+    deltaVersion: deltaVersionOf(snapshot),
+    deltaCommitted: versions !== undefined,
+    deltaCommitMs: checkpointStart - deltaStart,
+    checkpointMs: performance.now() - checkpointStart,
+  };
 }
 
 /** Open-for-write catches Delta up with Iceberg (DESIGN.md §1). Failures only warn. */

@@ -1,4 +1,4 @@
-import { errorMessage, invalidInput, isTwinlakeError, TwinlakeError, unsupported } from '../core/errors.ts';
+import { invalidInput, isTwinlakeError, TwinlakeError, unsupported } from '../core/errors.ts';
 import { newUuid } from '../core/ids.ts';
 import type { Action, AddFile, CommitInfo, Metadata, RemoveFile } from '../spec/delta/actions.ts';
 import { fromDeltaSchema, protocolFor, toDeltaSchema } from '../spec/delta/schema.ts';
@@ -6,15 +6,15 @@ import type { DeltaSnapshot } from '../spec/delta/replay.ts';
 import { assignFreshIds, evolveSchema, indexById } from '../spec/iceberg/schema.ts';
 import type { Schema, StructType } from '../spec/iceberg/types.ts';
 import { deltaStats } from '../spec/parquet/stats.ts';
-import { alignToTable, deleteFiles, encode, inferOrExplain, type EncodedFiles } from './batch.ts';
-import { writeDeltaCheckpoint } from './delta-checkpoint.ts';
+import { alignToTable, encode, inferOrExplain, type EncodedFiles } from './batch.ts';
+import { writeDeltaCheckpointIfDue } from './delta-checkpoint.ts';
 import { readDeltaSnapshot, writeDeltaCommit } from './delta-log.ts';
 import { deltaPath } from './delta-projection.ts';
 import { isBlank } from './input-diagnostics.ts';
 import { prepareInput, type WriteInput } from './input.ts';
 import { assignPhysicalNames } from './physical-names.ts';
 import type { TableContext } from './table-context.ts';
-import { identString } from './table-context.ts';
+import { identString, warningLog } from './table-context.ts';
 import { boolProp, DEFAULT_TARGET_FILE_SIZE, intProp, Props } from './table-properties.ts';
 import { ENGINE_INFO } from './version.ts';
 import type { WriteOptions, WriteResult } from './writer.ts';
@@ -29,7 +29,7 @@ import type { WriteOptions, WriteResult } from './writer.ts';
 export async function writeDeltaOnly(ctx: TableContext, location: string, input: WriteInput, opts: WriteOptions): Promise<WriteResult> {
   const mode = opts.mode ?? 'append';
   if (opts.partition) throw unsupported(`table ${identString(ctx.ident)}: partitioning a Delta-only table is not supported; keep Iceberg too (the default) to partition`);
-  const warnings: string[] = [];
+  const { warnings, warn } = warningLog(ctx);
   const prepared = await prepareInput(input);
   const { store, key } = ctx.io.storeAt(location);
   try {
@@ -60,14 +60,7 @@ export async function writeDeltaOnly(ctx: TableContext, location: string, input:
             const icebergCommitMs = 0;
             const deltaCommitMs = performance.now() - commitStart;
             const checkpointStart = performance.now();
-            const interval = intProp(plan.configuration, Props.deltaCheckpointInterval, 10);
-            if (version > 0 && version % interval === 0) {
-              await writeDeltaCheckpoint(ctx, location, version).catch((e) => {
-                const m = `delta: checkpoint ${version} of ${identString(ctx.ident)} was not written (${errorMessage(e)})`;
-                warnings.push(m);
-                ctx.warn(m);
-              });
-            }
+            await writeDeltaCheckpointIfDue(ctx, location, [version], intProp(plan.configuration, Props.deltaCheckpointInterval, 10), warn);
             return {
               table: identString(ctx.ident),
               created,
@@ -85,10 +78,10 @@ export async function writeDeltaOnly(ctx: TableContext, location: string, input:
           await new Promise((r) => setTimeout(r, Math.random() * 10 * Math.min(attempt + 1, 10)));
         }
       } catch (e) {
-        await deleteFiles(ctx, written.files);
+        await ctx.io.deleteQuietly(written.files);
         throw e;
       }
-      await deleteFiles(ctx, written.files);
+      await ctx.io.deleteQuietly(written.files);
       base = await latest(ctx, location);
     }
     throw new TwinlakeError('commit-conflict', `delta: write to ${identString(ctx.ident)} kept losing to concurrent writers`);

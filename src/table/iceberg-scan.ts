@@ -1,5 +1,5 @@
 import { dataInvalid } from '../core/errors.ts';
-import { fileUri } from '../core/uri.ts';
+import { fileUri, localPath, schemeAndAuthority } from '../core/uri.ts';
 import type { FileIO } from '../io/file-io.ts';
 import { bytesToHex, fromBinary } from '../spec/iceberg/single-value.ts';
 import { indexById, parseNameMapping } from '../spec/iceberg/schema.ts';
@@ -99,6 +99,11 @@ export async function planIcebergScan(
 export function enginePath(io: FileIO, uri: string): string {
   const local = io.localPath(uri);
   return local ? fileUri(local) : uri;
+}
+
+/** The local file the engine opens for a location (see `enginePath`). */
+export function engineLocalPath(io: FileIO, uri: string): string {
+  return localPath(enginePath(io, uri));
 }
 
 /**
@@ -290,9 +295,6 @@ function pathWithinBounds(deleteFile: DataFile, path: string): boolean {
   return (!lower || compareBytes(lower, bytes) <= 0) && (!upper || compareBytes(bytes, upper) <= 0);
 }
 
-function schemeAndAuthority(uri: string): string {
-  return /^[A-Za-z][A-Za-z0-9+.-]*:(\/\/[^/]*)?/.exec(uri)?.[0] ?? '';
-}
 
 function compareBytes(a: Uint8Array, b: Uint8Array): number {
   const n = Math.min(a.length, b.length);

@@ -7,7 +7,9 @@ import { finished } from 'node:stream/promises';
 import { invalidInput, notFound } from '../core/errors.ts';
 import { stringifyJson } from '../core/json.ts';
 
-export type InputFormat = 'ndjson' | 'json' | 'csv' | 'parquet';
+import type { InputFormat } from '../engine/infer-schema.ts';
+
+export type { InputFormat };
 
 /** One record: column name → value (JSON-like; Date and bigint are accepted). */
 export type Row = Record<string, unknown>;

@@ -11,18 +11,18 @@ import type { DataFile, Schema, StructType, TableMetadata } from '../spec/iceber
 import { deleteFileKey } from '../spec/iceberg/manifest.ts';
 import { partitionIdentity } from '../spec/iceberg/snapshot-summary.ts';
 import type { RowDeletesBasis } from './snapshot-producer.ts';
-import { alignToTable, deleteFiles, encode, encodeFrom, inferOrExplain, type EncodedFiles } from './batch.ts';
-import { enginePath, liveFiles } from './iceberg-scan.ts';
+import { alignToTable, encode, encodeFrom, inferOrExplain, type EncodedFiles } from './batch.ts';
+import { engineLocalPath, liveFiles } from './iceberg-scan.ts';
 import { isBlank } from './input-diagnostics.ts';
 import { prepareInput, type WriteInput } from './input.ts';
 import { bindFilter, emptyExplain } from './scan-filter.ts';
 import type { TableContext } from './table-context.ts';
-import { identString } from './table-context.ts';
-import { checkStrategy, rowChangeStrategy, tableFormats, type RowChangeStrategy } from './table-properties.ts';
+import { identString, warningLog, type WarningLog } from './table-context.ts';
+import { checkStrategy, rowChangeStrategy, type RowChangeStrategy } from './table-properties.ts';
 import { existingDeletes, loadDeletedPositions, writeRowDeletes, type ExistingDeletes, type WrittenDeletes } from './row-deletes.ts';
 import { RoaringBitmap64 } from '../spec/roaring.ts';
 import { commitChange, type CommitOutcome } from './commit.ts';
-import { checkpointIfDue, commitDelta, repairDelta } from './delta-sync.ts';
+import { finishDelta, repairDelta } from './delta-sync.ts';
 import { planSchema, type SchemaPlan } from './schema-plan.ts';
 import { tryLoad, type WriteOptions, type WriteResult } from './writer.ts';
 import type { LoadTableResult } from '../catalog/catalog.ts';
@@ -223,16 +223,6 @@ function zeroTimings() {
   return { encodeMs: 0, icebergCommitMs: 0, deltaCommitMs: 0, checkpointMs: 0 };
 }
 
-interface WarningLog {
-  warnings: string[];
-  warn: (message: string) => void;
-}
-
-/** Warnings go to the context's sink and into the result. */
-function warningLog(ctx: TableContext): WarningLog {
-  const warnings: string[] = [];
-  return { warnings, warn: (m) => (warnings.push(m), ctx.warn(m)) };
-}
 
 type Rewritten = { status: 'rerun'; loaded: LoadTableResult } | { status: 'done'; result: Omit<MergeResult, 'inserted' | 'updated' | 'deleted'> };
 
@@ -268,7 +258,7 @@ async function rewrite(
       ? await encodeFrom(ctx, plan, { sql: change.sql, displayName: what.displayName, rowLineage: change.strategy === 'copy-on-write' && change.rowLineage === true })
       : emptyEncoded(plan);
   let deletes: WrittenDeletes = { deletes: [], files: [], bytes: 0 };
-  const cleanup = () => deleteFiles(ctx, [...written.files, ...deletes.files]);
+  const cleanup = () => ctx.io.deleteQuietly([...written.files, ...deletes.files]);
   let outcome: CommitOutcome;
   try {
     if (change.strategy === 'merge-on-read') deletes = await writeRowDeletes(ctx, loaded!.metadata, await deletedPositions(ctx, rows, change.deletedRowsSql, touched));
@@ -285,7 +275,6 @@ async function rewrite(
     outcome = await commitChange(
       ctx,
       plan,
-      written,
       {
         operation,
         added: written.dataFiles,
@@ -306,14 +295,7 @@ async function rewrite(
     return { status: 'rerun', loaded: outcome.loaded };
   }
   const { metadata, snapshot } = outcome;
-  let deltaVersion: number | undefined;
-  let deltaCommitted = false;
-  if (tableFormats(metadata.properties).includes('delta')) {
-    deltaVersion = Number(snapshot.summary['delta-version']);
-    const versions = await commitDelta(ctx, metadata, log.warn);
-    deltaCommitted = versions !== undefined;
-    if (versions) await checkpointIfDue(ctx, metadata, versions, log.warn);
-  }
+  const { deltaVersion, deltaCommitted } = await finishDelta(ctx, metadata, snapshot, log.warn);
   const cow = change.strategy === 'copy-on-write';
   return {
     status: 'done',
@@ -356,7 +338,7 @@ async function deletedPositions(ctx: TableContext, rows: LiveRows, sql: string, 
   const byEnginePath = new Map(found.map((r) => [String(r.f), r.runs as { lo: bigint; hi: bigint }[]]));
   const out: { file: DataFile; bitmap: RoaringBitmap64 }[] = [];
   for (const file of touched) {
-    const runs = byEnginePath.get(localPath(enginePath(ctx.io, file['file-path'])));
+    const runs = byEnginePath.get(engineLocalPath(ctx.io, file['file-path']));
     if (!runs) continue;
     const bitmap = new RoaringBitmap64();
     for (const { lo, hi } of runs) bitmap.addRange(lo, hi);
@@ -420,7 +402,7 @@ async function liveRows(
   const session = await ctx.session();
   const existing = metadata ? await existingDeletes(ctx, metadata, live, files) : new Map<string, ExistingDeletes>();
   if (existing.size > 0) await loadDeletedPositions(ctx, t.deleted, existing);
-  const enginePathOf = (f: DataFile) => localPath(enginePath(ctx.io, f['file-path']));
+  const enginePathOf = (f: DataFile) => engineLocalPath(ctx.io, f['file-path']);
   const positions = (touched: DataFile[]) => {
     const paths = touched.map((f) => quoteString(enginePathOf(f)));
     const scan = `SELECT * FROM read_parquet([${paths.join(', ')}], union_by_name = true, filename = ${quoteString(FILE)}, file_row_number = true, hive_partitioning = false)`;
@@ -516,7 +498,7 @@ async function findHits(ctx: TableContext, t: Scratch, candidates: DataFile[], s
   await session.run(`CREATE OR REPLACE TEMP TABLE ${t.hits} AS ${sql}`);
   const found = await session.all(`SELECT DISTINCT ${quoteIdent(FILE)} AS f FROM ${t.hits}`);
   const hit = new Set(found.map((r) => String(r.f)));
-  return candidates.filter((f) => hit.has(localPath(enginePath(ctx.io, f['file-path']))));
+  return candidates.filter((f) => hit.has(engineLocalPath(ctx.io, f['file-path'])));
 }
 
 /** Inserted, updated and deleted keys: a batch key found in a live row exists already. */

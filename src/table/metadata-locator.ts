@@ -1,4 +1,3 @@
-import { notFound } from '../core/errors.ts';
 import { joinUri } from '../core/uri.ts';
 import type { FileIO } from '../io/file-io.ts';
 
@@ -31,12 +30,6 @@ export async function locateMetadataFile(io: FileIO, location: string): Promise<
   if (files.length === 0) return undefined;
   const newest = files.reduce((a, b) => ((versionOf(b) ?? -1) > (versionOf(a) ?? -1) ? b : a));
   return joinUri(dir, newest);
-}
-
-export async function requireMetadataFile(io: FileIO, location: string): Promise<string> {
-  const found = await locateMetadataFile(io, location);
-  if (!found) throw notFound(`iceberg: no metadata files under ${joinUri(location, 'metadata')}`);
-  return found;
 }
 
 /** The version number in `v12.metadata.json` or `00012-<uuid>.metadata.json`. */

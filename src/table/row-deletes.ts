@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { dataInvalid, internal, unsupported } from '../core/errors.ts';
 import { newUuid } from '../core/ids.ts';
 import { mapLimit } from '../core/concurrency.ts';
-import { joinUri, localPath } from '../core/uri.ts';
+import { joinUri } from '../core/uri.ts';
 import { quoteString } from '../engine/duckdb-session.ts';
 import type { FileIO } from '../io/file-io.ts';
 import { decodeDeletionVectorBlob, deletionVectorFileName, encodeDeletionVectorFile, fileDescriptor } from '../spec/delta/deletion-vector.ts';
@@ -12,7 +12,7 @@ import type { DeletionVectorDescriptor } from '../spec/delta/actions.ts';
 import { encodeDeletionVectorPuffin } from '../spec/iceberg/puffin.ts';
 import { DataFileContent, type DataFile, type TableMetadata } from '../spec/iceberg/types.ts';
 import { RoaringBitmap64 } from '../spec/roaring.ts';
-import { applicableDeletes, enginePath, type ApplicableDeletes } from './iceberg-scan.ts';
+import { applicableDeletes, engineLocalPath, type ApplicableDeletes } from './iceberg-scan.ts';
 import type { TableContext } from './table-context.ts';
 import { tableFormats } from './table-properties.ts';
 
@@ -111,7 +111,7 @@ export async function existingDeletes(
   if (positionFiles.length > 0) {
     const session = await ctx.session();
     const wanted = [...found.keys()].filter((f) => found.get(f)!.positionFiles.length > 0).map((f) => quoteString(f['file-path']));
-    const list = positionFiles.map((p) => quoteString(localPath(enginePath(ctx.io, p))));
+    const list = positionFiles.map((p) => quoteString(engineLocalPath(ctx.io, p)));
     const rows = await session.all(
       `SELECT file_path AS f, filename AS d, list(pos ORDER BY pos) AS p FROM read_parquet([${list.join(', ')}], filename = true) WHERE file_path IN (${wanted.join(', ')}) GROUP BY ALL`,
     );
@@ -129,7 +129,7 @@ export async function existingDeletes(
       replaceable.push(dv);
     }
     for (const p of d.positionFiles) {
-      for (const pos of fromFiles.get(`${localPath(enginePath(ctx.io, p['file-path']))}\n${path}`) ?? []) positions.add(pos);
+      for (const pos of fromFiles.get(`${engineLocalPath(ctx.io, p['file-path'])}\n${path}`) ?? []) positions.add(pos);
       if (p['referenced-data-file'] === path) replaceable.push(p);
     }
     out.set(path, { positions, replaceable });
@@ -153,7 +153,7 @@ export async function loadDeletedPositions(ctx: TableContext, name: string, exis
   const session = await ctx.session();
   await session.run(`CREATE OR REPLACE TEMP TABLE ${name} (f VARCHAR, pos BIGINT)`);
   for (const [path, d] of existing) {
-    await session.run(`INSERT INTO ${name} SELECT ${quoteString(localPath(enginePath(ctx.io, path)))}, pos FROM (${positionsSql(d.positions)})`);
+    await session.run(`INSERT INTO ${name} SELECT ${quoteString(engineLocalPath(ctx.io, path))}, pos FROM (${positionsSql(d.positions)})`);
   }
 }
 
@@ -215,7 +215,7 @@ async function writePuffinDeletes(ctx: TableContext, metadata: TableMetadata, ta
       total += dv.length;
     }
   } catch (e) {
-    await Promise.all(written.map((u) => ctx.io.delete(u).catch(() => undefined)));
+    await ctx.io.deleteQuietly(written);
     throw e;
   }
   const deletes = entries.map((e, i): DataFile => {
@@ -288,7 +288,7 @@ async function writePositionDeletes(ctx: TableContext, metadata: TableMetadata, 
     });
     return { deletes, files: written, bytes: total };
   } catch (e) {
-    await Promise.all(written.map((u) => ctx.io.delete(u).catch(() => undefined)));
+    await ctx.io.deleteQuietly(written);
     throw e;
   } finally {
     await rm(staging, { recursive: true, force: true });

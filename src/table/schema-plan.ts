@@ -184,7 +184,7 @@ export function rebasePlan(ctx: TableContext, plan: SchemaPlan, metadata: TableM
   | { updates: TableUpdate[]; requirements: TableRequirement[]; metadataForSnapshot: TableMetadata }
   | undefined {
   const fresh = planSchema(ctx, metadata, plan.schema, { partition: opts.partition });
-  if (!sameColumns(plan.schema, metadata, fresh)) return undefined;
+  if (!sameColumns(plan.schema, fresh)) return undefined;
   // Files were split by the spec they were encoded with; a concurrent partition change means again.
   if (!sameSpec(plan.spec, fresh.spec)) return undefined;
   const parent = currentSnapshot(metadata);
@@ -217,7 +217,7 @@ function sameSpec(a: PartitionSpec, b: PartitionSpec): boolean {
 }
 
 /** Every column the batch was encoded with still has the same field ID and name in `plan`. */
-export function sameColumns(encoded: Schema, _metadata: TableMetadata, plan: SchemaPlan): boolean {
+function sameColumns(encoded: Schema, plan: SchemaPlan): boolean {
   const after = indexById(plan.schema);
   for (const [id, { path, field }] of indexById(encoded)) {
     const now = after.get(id);

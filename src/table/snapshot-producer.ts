@@ -455,7 +455,7 @@ export class SnapshotProducer {
 
   /** Removes every file this producer wrote (the write failed or was abandoned). */
   async abandon(): Promise<void> {
-    await Promise.all(this.written.map((uri) => this.io.delete(uri).catch(() => undefined)));
+    await this.io.deleteQuietly(this.written);
   }
 }
 

@@ -19,6 +19,17 @@ export interface TableContext {
   deltaRegistry?: DeltaRegistry;
 }
 
+/** The warnings of one operation: each goes to the context's sink and into the result. */
+export interface WarningLog {
+  warnings: string[];
+  warn: (message: string) => void;
+}
+
+export function warningLog(ctx: Pick<TableContext, 'warn'>): WarningLog {
+  const warnings: string[] = [];
+  return { warnings, warn: (m) => (warnings.push(m), ctx.warn(m)) };
+}
+
 export function identString(ident: TableIdentifier): string {
   return [...ident.namespace, ident.name].join('.');
 }

@@ -1,17 +1,16 @@
 import { invalidInput, isTwinlakeError, TwinlakeError, unsupported } from '../core/errors.ts';
-import type { LoadTableResult } from '../catalog/catalog.ts';
+import { ensureNamespace, type LoadTableResult } from '../catalog/catalog.ts';
 import { indexById } from '../spec/iceberg/schema.ts';
 import { currentSchema } from '../spec/iceberg/table-metadata.ts';
 import type { StructType, TableMetadata } from '../spec/iceberg/types.ts';
-import { alignToTable, deleteFiles, encode, inferOrExplain, type EncodedFiles } from './batch.ts';
-import { commitChange, type CommitOutcome } from './commit.ts';
-import { DELTA_VERSION_KEY } from './delta-projection.ts';
-import { checkpointIfDue, commitDelta, repairDelta } from './delta-sync.ts';
+import { alignToTable, encode, inferOrExplain, type EncodedFiles } from './batch.ts';
+import { commitChange } from './commit.ts';
+import { commitDelta, finishDelta, repairDelta } from './delta-sync.ts';
 import { isBlank } from './input-diagnostics.ts';
 import { prepareInput, type WriteInput } from './input.ts';
 import { planSchema, type SchemaPlan } from './schema-plan.ts';
 import type { TableContext } from './table-context.ts';
-import { identString } from './table-context.ts';
+import { identString, warningLog } from './table-context.ts';
 import { parseFormats, tableFormats, type TableFormat } from './table-properties.ts';
 
 export type WriteMode = 'append' | 'overwrite';
@@ -53,7 +52,6 @@ export interface WriteResult {
   timings: { encodeMs: number; icebergCommitMs: number; deltaCommitMs: number; checkpointMs: number };
 }
 
-
 /**
  * One write: data files → Iceberg snapshot through the catalog's compare-and-swap → Delta
  * version create-only (DESIGN.md §1). A failure before the Iceberg commit deletes every file this
@@ -61,11 +59,7 @@ export interface WriteResult {
  */
 export async function writeTable(ctx: TableContext, input: WriteInput, opts: WriteOptions = {}): Promise<WriteResult> {
   const mode = opts.mode ?? 'append';
-  const warnings: string[] = [];
-  const warn = (m: string) => {
-    warnings.push(m);
-    ctx.warn(m);
-  };
+  const { warnings, warn } = warningLog(ctx);
   const prepared = await prepareInput(input);
   try {
     const session = await ctx.session();
@@ -85,31 +79,17 @@ export async function writeTable(ctx: TableContext, input: WriteInput, opts: Wri
       const encodeMs = performance.now() - encodeStart;
       try {
         const commitStart = performance.now();
-        const outcome = await commit(ctx, plan, written, mode, loaded, opts);
+        const change = { operation: mode === 'overwrite' ? 'overwrite' : 'append', added: written.dataFiles, replaceAll: mode === 'overwrite' } as const;
+        const outcome = await commitChange(ctx, plan, change, loaded, opts);
         const icebergCommitMs = performance.now() - commitStart;
         if (outcome.status === 'schema-moved') {
           // A concurrent writer changed the columns this batch was encoded against.
-          await deleteFiles(ctx, written.files);
+          await ctx.io.deleteQuietly(written.files);
           loaded = outcome.loaded;
           if (encodeAttempt >= 5) throw new TwinlakeError('commit-conflict', `write ${identString(ctx.ident)}: schema kept changing under concurrent writers`);
           continue;
         }
-        const metadata = outcome.metadata;
-        const deltaEnabled = tableFormats(metadata.properties).includes('delta');
-        let deltaVersion: number | undefined;
-        let deltaCommitted = false;
-        let deltaCommitMs = 0;
-        let checkpointMs = 0;
-        if (deltaEnabled) {
-          deltaVersion = Number(outcome.snapshot.summary[DELTA_VERSION_KEY]);
-          const deltaStart = performance.now();
-          const versions = await commitDelta(ctx, metadata, warn);
-          deltaCommitted = versions !== undefined;
-          const checkpointStart = performance.now();
-          deltaCommitMs = checkpointStart - deltaStart;
-          if (versions) await checkpointIfDue(ctx, metadata, versions, warn);
-          checkpointMs = performance.now() - checkpointStart;
-        }
+        const { deltaVersion, deltaCommitted, deltaCommitMs, checkpointMs } = await finishDelta(ctx, outcome.metadata, outcome.snapshot, warn);
         return {
           table: identString(ctx.ident),
           created: outcome.created,
@@ -124,7 +104,7 @@ export async function writeTable(ctx: TableContext, input: WriteInput, opts: Wri
           timings: { encodeMs, icebergCommitMs, deltaCommitMs, checkpointMs },
         };
       } catch (e) {
-        await deleteFiles(ctx, written.files);
+        await ctx.io.deleteQuietly(written.files);
         throw e;
       }
     }
@@ -142,8 +122,6 @@ export async function tryLoad(ctx: TableContext): Promise<LoadTableResult | unde
   }
 }
 
-
-
 /**
  * Delta reads an empty partition string back as null (PROTOCOL.md §Partition Value
  * Serialization), so Iceberg and Delta would disagree on those rows: refuse them before commit.
@@ -153,7 +131,7 @@ async function refuseEmptyIdentityStrings(ctx: TableContext, plan: SchemaPlan, w
   for (const f of plan.spec.fields) {
     if (f.transform !== 'identity' || index.get(f['source-id'])?.field.type !== 'string') continue;
     if (written.dataFiles.some((d) => d.partition[f.name] === '')) {
-      await deleteFiles(ctx, written.files);
+      await ctx.io.deleteQuietly(written.files);
       throw invalidInput(
         `partition ${f.name}: a row has an empty string in identity partition column ${index.get(f['source-id'])!.path.join('.')}; Delta reads it back as null, so it cannot be written to a table that keeps Delta`,
       );
@@ -166,29 +144,8 @@ export async function createTable(ctx: TableContext, schema: StructType, opts: O
   const formats = parseFormats(opts.formats ?? ['iceberg', 'delta']);
   if (!formats.includes('iceberg')) throw unsupported(`create ${identString(ctx.ident)}: an empty Delta-only table is created by its first write`);
   const plan = planSchema(ctx, undefined, schema, opts);
-  if (!(await ctx.catalog.namespaceExists(ctx.ident.namespace))) {
-    await ctx.catalog.createNamespace(ctx.ident.namespace).catch((e) => {
-      if (!isTwinlakeError(e, 'already-exists')) throw e;
-    });
-  }
+  await ensureNamespace(ctx.catalog, ctx.ident.namespace);
   const created = await ctx.catalog.createTable(ctx.ident, plan.newTable!);
   if (formats.includes('delta')) await commitDelta(ctx, created.metadata, ctx.warn);
   return created.metadata;
 }
-
-
-
-
-async function commit(ctx: TableContext, plan: SchemaPlan, written: EncodedFiles, mode: WriteMode, loaded: LoadTableResult | undefined, opts: WriteOptions): Promise<CommitOutcome> {
-  return commitChange(ctx, plan, written, { operation: mode === 'overwrite' ? 'overwrite' : 'append', added: written.dataFiles, replaceAll: mode === 'overwrite' }, loaded, opts);
-}
-
-
-
-
-
-
-
-
-
-
