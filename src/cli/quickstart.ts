@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { finished } from 'node:stream/promises';
 import { parseTableIdentifier } from '../catalog/catalog.ts';
-import { scanRelationSql } from '../engine/read-scan.ts';
+import { localPath } from '../core/uri.ts';
 import type { Lakehouse } from '../table/lakehouse.ts';
 
 const REGIONS = ['us-east', 'us-west', 'eu-central', 'eu-west', 'ap-south', 'ap-northeast', 'sa-east'];
@@ -58,9 +58,9 @@ export async function runQuickstart(lake: Lakehouse, rows: number, out: (line: s
     const table = lake.table('analytics.events');
     const result = await table.append({ path, format: 'ndjson' });
     const desc = await table.describe();
-    const viaIceberg = await countRows(lake, 'iceberg');
-    const viaDelta = await countRows(lake, 'delta');
-    const tableDir = desc.location.replace(/^file:\/\//, '');
+    const viaIceberg = await table.count({ format: 'iceberg' });
+    const viaDelta = await table.count({ format: 'delta' });
+    const tableDir = localPath(desc.location);
     const { metadataLocation } = await lake.catalog.loadTable(parseTableIdentifier('analytics.events'));
     out(`wrote ${result.rows} events into analytics.events (snapshot ${result.snapshotId}, delta version ${result.deltaVersion})`);
     out(`  location        ${desc.location}`);
@@ -76,11 +76,4 @@ export async function runQuickstart(lake: Lakehouse, rows: number, out: (line: s
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
-}
-
-async function countRows(lake: Lakehouse, format: 'iceberg' | 'delta'): Promise<number> {
-  const plan = await lake.table('analytics.events').plan({ format });
-  const session = await lake.session();
-  const rows = await session.all(`SELECT count(*)::BIGINT AS n FROM (${scanRelationSql(plan.task)})`);
-  return Number((rows[0] as { n: bigint | number }).n);
 }

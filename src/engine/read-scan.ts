@@ -391,6 +391,12 @@ export async function readScan(session: DuckDBSession, task: ScanTask, options: 
   return rows.map((row) => Object.fromEntries(columns.map((c, i) => [c, types[i] === 'unknown' ? null : jsValue(types[i], row[i])])));
 }
 
+/** How many rows the task reads (deletes and filter applied). */
+export async function countScan(session: DuckDBSession, task: ScanTask): Promise<number> {
+  const rows = await session.all(`SELECT count(*)::BIGINT AS n FROM (${await scanSql(session, task)})`);
+  return Number((rows[0] as { n: bigint | number }).n);
+}
+
 /** SQL giving a column the text/number form `readScan` documents, for DuckDB's JSON and CSV writers. */
 function exportExpr(type: IcebergType, expr: string, depth: number): string {
   const v = `__z${depth}`;

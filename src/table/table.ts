@@ -7,7 +7,7 @@ import { deleteRows, mergeTable, type DeleteOptions, type MergeOptions, type Mer
 import type { Schema, StructType, TableMetadata } from '../spec/iceberg/types.ts';
 import { ancestors, currentSchema, currentSnapshot, specById } from '../spec/iceberg/table-metadata.ts';
 import { formatPartitionSpec } from '../spec/iceberg/partition-spec-parser.ts';
-import { readScan, copyScanTo } from '../engine/read-scan.ts';
+import { copyScanTo, countScan, readScan } from '../engine/read-scan.ts';
 import { deltaVersionOf } from './delta-projection.ts';
 import type { WriteInput } from './input.ts';
 import { planRead, type ReadFormat, type ReadPlan, type TableSource, type TimeTravel } from './reader.ts';
@@ -162,6 +162,12 @@ export class Table {
   async read(opts: ReadOptions = {}): Promise<Record<string, unknown>[]> {
     const plan = await this.plan(opts);
     return readScan(await this.ctx.session(), plan.task, { limit: opts.limit });
+  }
+
+  /** Counts the rows a read would return (`limit` aside). */
+  async count(opts: Omit<ReadOptions, 'limit'> = {}): Promise<number> {
+    const plan = await this.plan(opts);
+    return countScan(await this.ctx.session(), plan.task);
   }
 
   /** Writes the rows of a read to a local file as NDJSON or CSV, without holding them in memory. */

@@ -34,6 +34,17 @@ describe('twinlake CLI', () => {
     expect(d.schema.fields.find((f: { name: string }) => f.name === 'ts').type).toBe('timestamptz');
   });
 
+  it('quickstart counts live rows once the table has deletion vectors', () => {
+    const other = join(wh, '..', 'wh-quickstart-dv');
+    expect(cli(['--warehouse', other, 'quickstart', '--rows', '1000']).code).toBe(0);
+    const d = cli(['--warehouse', other, 'delete', 'analytics.events', '--where', 'id < 10', '--strategy', 'merge-on-read']);
+    expect(d.stdout).toMatch(/deleted 9 row\(s\)/); // ids start at 1
+    const again = cli(['--warehouse', other, 'quickstart', '--rows', '1000']);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).toMatch(/read \(iceberg\)\s+1991 rows/);
+    expect(again.stdout).toMatch(/read \(delta\)\s+1991 rows/);
+  });
+
   it('reads a table by path, through either format, with a limit, as CSV', () => {
     const dir = join(wh, 'analytics', 'events');
     const a = cli(['--warehouse', wh, 'read', dir, '--limit', '3', '--output', 'ndjson']);
