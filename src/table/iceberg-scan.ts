@@ -2,7 +2,7 @@ import { dataInvalid } from '../core/errors.ts';
 import { fileUri, localPath, schemeAndAuthority } from '../core/uri.ts';
 import type { FileIO } from '../io/file-io.ts';
 import { bytesToHex, fromBinary } from '../spec/iceberg/single-value.ts';
-import { indexById, parseNameMapping } from '../spec/iceberg/schema.ts';
+import { indexById, parseNameMapping, POSITION_DELETE_FILE_PATH_ID } from '../spec/iceberg/schema.ts';
 import { currentSchema, isUnpartitioned, schemaById, specById } from '../spec/iceberg/table-metadata.ts';
 import { bindFilter, dataFileMatches, emptyExplain, manifestMatches, type Filter } from './scan-filter.ts';
 import { DataFileContent, type DataFile, type NestedField, type Schema, type Snapshot, type TableMetadata } from '../spec/iceberg/types.ts';
@@ -156,8 +156,6 @@ function partitionValue(type: string, value: unknown): LiteralValue {
 
 // --- row-level deletes (spec §Scan Planning, §Delete Formats) ---------------------------------
 
-/** Reserved field ID of `file_path` in position delete files; its bounds narrow what they cover. */
-const DELETE_FILE_PATH_ID = 2147483546;
 
 interface Sequenced {
   file: DataFile;
@@ -288,8 +286,8 @@ function valueKey(v: unknown): string {
 function pathWithinBounds(deleteFile: DataFile, path: string): boolean {
   const decoder = new TextDecoder();
   const usable = (b: Uint8Array | undefined) => (b && schemeAndAuthority(decoder.decode(b)) === schemeAndAuthority(path) ? b : undefined);
-  const lower = usable(deleteFile['lower-bounds']?.get(DELETE_FILE_PATH_ID));
-  const upper = usable(deleteFile['upper-bounds']?.get(DELETE_FILE_PATH_ID));
+  const lower = usable(deleteFile['lower-bounds']?.get(POSITION_DELETE_FILE_PATH_ID));
+  const upper = usable(deleteFile['upper-bounds']?.get(POSITION_DELETE_FILE_PATH_ID));
   if (!lower && !upper) return true;
   const bytes = new TextEncoder().encode(path);
   return (!lower || compareBytes(lower, bytes) <= 0) && (!upper || compareBytes(bytes, upper) <= 0);

@@ -1,13 +1,23 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { dataInvalid, internal, unsupported } from '../core/errors.ts';
+import { dataInvalid, unsupported } from '../core/errors.ts';
 import { newUuid } from '../core/ids.ts';
 import { mapLimit } from '../core/concurrency.ts';
 import { joinUri } from '../core/uri.ts';
 import { quoteString } from '../engine/duckdb-session.ts';
 import type { FileIO } from '../io/file-io.ts';
-import { decodeDeletionVectorBlob, deletionVectorFileName, encodeDeletionVectorFile, fileDescriptor } from '../spec/delta/deletion-vector.ts';
+import {
+  decodeDeletionVectorBlob,
+  deletionVectorFileFromPuffin,
+  deletionVectorFileName,
+  encodeDeletionVectorFile,
+  fileDescriptor,
+  puffinBlobInDeletionVectorFile,
+  soleDeletionVector,
+} from '../spec/delta/deletion-vector.ts';
+import { POSITION_DELETE_FILE_PATH_ID, POSITION_DELETE_POS_ID } from '../spec/iceberg/schema.ts';
+import { toBinary } from '../spec/iceberg/single-value.ts';
 import type { DeletionVectorDescriptor } from '../spec/delta/actions.ts';
 import { encodeDeletionVectorPuffin } from '../spec/iceberg/puffin.ts';
 import { DataFileContent, type DataFile, type TableMetadata } from '../spec/iceberg/types.ts';
@@ -38,13 +48,6 @@ import { tableFormats } from './table-properties.ts';
  * deleted and replaces the old file in the same snapshot.
  */
 
-/** Reserved field IDs of position delete files (spec §Reserved Field IDs). */
-const FILE_PATH_ID = 2147483546;
-const POS_ID = 2147483545;
-
-/** Puffin's 4-byte magic precedes the first blob; a Delta DV file's version byte precedes its first DV. */
-const PUFFIN_TO_DELTA_OFFSET = 3;
-
 /** The UUID a Twinlake delete file (`<uuid>-deletes.parquet` or `.puffin`) is named by; undefined for another writer's file. */
 export function deleteFileUuid(uri: string): string | undefined {
   const name = uri.slice(uri.lastIndexOf('/') + 1);
@@ -66,13 +69,15 @@ export async function deltaDescriptor(io: FileIO, location: string, d: DataFile)
   const uuid = deleteFileUuid(d['file-path']);
   if (uuid === undefined) throw dataInvalid(`delta projection: ${d['file-path']} is not a Twinlake delete file; its deletes have no Delta deletion vector`);
   if (d['file-format'] === 'PUFFIN') {
-    return fileDescriptor({ uuid }, { offset: d['content-offset']! - PUFFIN_TO_DELTA_OFFSET, sizeInBytes: d['content-size-in-bytes']! - 8, cardinality: d['record-count'] });
+    return fileDescriptor(
+      { uuid },
+      puffinBlobInDeletionVectorFile({ contentOffset: d['content-offset']!, contentSizeInBytes: d['content-size-in-bytes']!, cardinality: d['record-count'] }),
+    );
   }
   const uri = deltaDvFileUri(location, uuid);
-  const bytes = await io.read(uri);
-  const bitmap = decodeDeletionVectorBlob(bytes.subarray(1), { where: uri });
-  if (bitmap.cardinality !== d['record-count']) throw dataInvalid(`${uri}: expected ${d['record-count']} positions like ${d['file-path']}, found ${bitmap.cardinality}`);
-  return fileDescriptor({ uuid }, { offset: 1, sizeInBytes: bytes.length - 9, cardinality: bitmap.cardinality });
+  const { entry } = soleDeletionVector(await io.read(uri), uri);
+  if (entry.cardinality !== d['record-count']) throw dataInvalid(`${uri}: expected ${d['record-count']} positions like ${d['file-path']}, found ${entry.cardinality}`);
+  return fileDescriptor({ uuid }, entry);
 }
 
 /** The deleted rows of a data file as a merge finds them: positions, and the delete files to replace. */
@@ -203,12 +208,7 @@ async function writePuffinDeletes(ctx: TableContext, metadata: TableMetadata, ta
     written.push(uri);
     await ctx.io.write(uri, bytes);
     if (tableFormats(metadata.properties).includes('delta')) {
-      const last = entries[entries.length - 1]!;
-      const blobs = bytes.subarray(entries[0]!.contentOffset, last.contentOffset + last.contentSizeInBytes);
-      if (entries[0]!.contentOffset !== PUFFIN_TO_DELTA_OFFSET + 1) throw internal(`puffin: expected the first blob at 4, found ${entries[0]!.contentOffset}`);
-      const dv = new Uint8Array(1 + blobs.length);
-      dv[0] = 1; // PROTOCOL.md §Deletion Vector Format: format version
-      dv.set(blobs, 1);
+      const dv = deletionVectorFileFromPuffin(bytes, entries);
       const dvUri = deltaDvFileUri(metadata.location, uuid);
       written.push(dvUri);
       await ctx.io.write(dvUri, dv);
@@ -246,7 +246,7 @@ async function writePositionDeletes(ctx: TableContext, metadata: TableMetadata, 
     for (const [i, { file, bitmap }] of targets.entries()) {
       await session.run(
         `COPY (SELECT ${quoteString(file['file-path'])} AS file_path, pos FROM (${positionsSql(bitmap)}) ORDER BY pos) ` +
-          `TO ${quoteString(join(staging, `${i}.parquet`))} (FORMAT parquet, COMPRESSION zstd, FIELD_IDS {file_path: ${FILE_PATH_ID}, pos: ${POS_ID}})`,
+          `TO ${quoteString(join(staging, `${i}.parquet`))} (FORMAT parquet, COMPRESSION zstd, FIELD_IDS {file_path: ${POSITION_DELETE_FILE_PATH_ID}, pos: ${POSITION_DELETE_POS_ID}})`,
       );
     }
     // Many small files: their (durable) writes overlap.
@@ -277,12 +277,12 @@ async function writePositionDeletes(ctx: TableContext, metadata: TableMetadata, 
         'file-size-in-bytes': bytes.length,
         'referenced-data-file': path,
         'lower-bounds': new Map([
-          [FILE_PATH_ID, pathBytes],
-          [POS_ID, longBytes(ranges[0]![0])],
+          [POSITION_DELETE_FILE_PATH_ID, pathBytes],
+          [POSITION_DELETE_POS_ID, toBinary('long', ranges[0]![0])],
         ]),
         'upper-bounds': new Map([
-          [FILE_PATH_ID, pathBytes],
-          [POS_ID, longBytes(ranges[ranges.length - 1]![1] - 1n)],
+          [POSITION_DELETE_FILE_PATH_ID, pathBytes],
+          [POSITION_DELETE_POS_ID, toBinary('long', ranges[ranges.length - 1]![1] - 1n)],
         ]),
       };
     });
@@ -295,9 +295,3 @@ async function writePositionDeletes(ctx: TableContext, metadata: TableMetadata, 
   }
 }
 
-/** A long in single-value form (spec Appendix D: 8 bytes, little-endian). */
-function longBytes(v: bigint): Uint8Array {
-  const out = new Uint8Array(8);
-  new DataView(out.buffer).setBigInt64(0, v, true);
-  return out;
-}

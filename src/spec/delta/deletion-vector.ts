@@ -156,6 +156,39 @@ export function readDeletionVectorFile(bytes: Uint8Array, dv: Pick<DeletionVecto
   return decodeDeletionVectorBlob(bytes.subarray(offset), { expectedSize: dv.sizeInBytes, where: `${where} at ${offset}` });
 }
 
+/** The one DV of a DV file holding a single vector (`encodeDeletionVectorFile([bitmap])`): where it is, and its positions. */
+export function soleDeletionVector(bytes: Uint8Array, where = 'deletion vector file'): { entry: { offset: number; sizeInBytes: number; cardinality: number }; bitmap: RoaringBitmap64 } {
+  const sizeInBytes = bytes.length - 9; // version byte, size field, CRC
+  const bitmap = readDeletionVectorFile(bytes, { offset: 1, sizeInBytes }, where);
+  return { entry: { offset: 1, sizeInBytes, cardinality: bitmap.cardinality }, bitmap };
+}
+
+/**
+ * The Delta DV file holding the same framed vectors as a Puffin file of `deletion-vector-v1`
+ * blobs written back to back from offset 4 (after Puffin's magic), as `encodeDeletionVectorPuffin`
+ * writes them: the format version byte, then that blob section as it is. Delta readers require the
+ * version byte at the start of a DV file, which a Puffin file cannot have, so the bytes are kept
+ * twice; a blob at Puffin offset `o` is at `o - PUFFIN_TO_DV_FILE_OFFSET` here.
+ */
+export function deletionVectorFileFromPuffin(puffin: Uint8Array, blobs: { contentOffset: number; contentSizeInBytes: number }[]): Uint8Array {
+  const first = blobs[0]!;
+  const last = blobs[blobs.length - 1]!;
+  if (first.contentOffset !== PUFFIN_TO_DV_FILE_OFFSET + 1) throw invalidInput(`puffin: expected the first blob at ${PUFFIN_TO_DV_FILE_OFFSET + 1}, found ${first.contentOffset}`);
+  const section = puffin.subarray(first.contentOffset, last.contentOffset + last.contentSizeInBytes);
+  const out = new Uint8Array(1 + section.length);
+  out[0] = FILE_FORMAT_VERSION;
+  out.set(section, 1);
+  return out;
+}
+
+/** Puffin's 4-byte magic precedes its first blob; a DV file's version byte precedes its first DV. */
+export const PUFFIN_TO_DV_FILE_OFFSET = 3;
+
+/** Where a Puffin blob sits in its `deletionVectorFileFromPuffin` copy (size: the DV without its frame). */
+export function puffinBlobInDeletionVectorFile(blob: { contentOffset: number; contentSizeInBytes: number; cardinality: number }): { offset: number; sizeInBytes: number; cardinality: number } {
+  return { offset: blob.contentOffset - PUFFIN_TO_DV_FILE_OFFSET, sizeInBytes: blob.contentSizeInBytes - 8, cardinality: blob.cardinality };
+}
+
 function hex(n: number): string {
   return `0x${n.toString(16).padStart(8, '0')}`;
 }

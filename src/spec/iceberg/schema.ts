@@ -5,6 +5,10 @@ import type { IcebergType, ListType, MapType, NestedField, PrimitiveType, Schema
 
 /** Helpers over the schema model of types.ts (spec §Schemas and Data Types). */
 
+/** Reserved field IDs of position delete files' columns (spec §Reserved Field IDs). */
+export const POSITION_DELETE_FILE_PATH_ID = 2147483546;
+export const POSITION_DELETE_POS_ID = 2147483545;
+
 /**
  * The row lineage columns of v3 tables (spec §Row Lineage, §Reserved Field IDs). Files hold them
  * only when a writer moved existing rows; otherwise readers derive them by inheritance.

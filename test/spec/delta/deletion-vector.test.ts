@@ -2,14 +2,18 @@ import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { isTwinlakeError } from '../../../src/core/errors.ts';
+import { encodeDeletionVectorPuffin } from '../../../src/spec/iceberg/puffin.ts';
 import {
   DV_MAGIC,
   crc32,
   decodeDeletionVectorBlob,
   deletionVectorLocation,
   encodeDeletionVectorBlob,
+  deletionVectorFileFromPuffin,
   encodeDeletionVectorFile,
   fileDescriptor,
+  puffinBlobInDeletionVectorFile,
+  soleDeletionVector,
   inlineDeletionVector,
   inlineDescriptor,
   parseDeletionVector,
@@ -159,5 +163,31 @@ describe('deletion vector bytes', () => {
       }
     }
     expect(checked).toBeGreaterThan(10);
+  });
+});
+
+describe('a Delta DV file repeating a Puffin file of deletion vectors', () => {
+  it('holds each blob byte for byte where puffinBlobInDeletionVectorFile says, readable as a DV file', () => {
+    const vectors = [
+      { referencedDataFile: 'file:///t/a.parquet', bitmap: RoaringBitmap64.of([0, 5, 70000]) },
+      { referencedDataFile: 'file:///t/b.parquet', bitmap: RoaringBitmap64.of([3]) },
+    ];
+    const { bytes, entries } = encodeDeletionVectorPuffin(vectors);
+    const dvFile = deletionVectorFileFromPuffin(bytes, entries);
+    expect(dvFile[0]).toBe(1);
+    for (const [i, e] of entries.entries()) {
+      const at = puffinBlobInDeletionVectorFile(e);
+      expect(Buffer.from(dvFile.subarray(at.offset, at.offset + at.sizeInBytes + 8)).equals(Buffer.from(bytes.subarray(e.contentOffset, e.contentOffset + e.contentSizeInBytes)))).toBe(true);
+      expect([...readDeletionVectorFile(dvFile, at).values()]).toEqual([...vectors[i]!.bitmap.values()]);
+      expect(at.cardinality).toBe(vectors[i]!.bitmap.cardinality);
+    }
+  });
+
+  it('finds the one vector of a single-vector DV file', () => {
+    const bitmap = RoaringBitmap64.of([1, 2, 3, 1000]);
+    const { bytes, entries } = encodeDeletionVectorFile([bitmap]);
+    const sole = soleDeletionVector(bytes);
+    expect(sole.entry).toEqual(entries[0]);
+    expect([...sole.bitmap.values()]).toEqual([...bitmap.values()]);
   });
 });
