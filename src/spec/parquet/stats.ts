@@ -268,12 +268,11 @@ function bounds(type: IcebergType, min: LiteralValue, max: LiteralValue): { lowe
       return {};
   }
   if (isFixed(type)) return {};
+  // Decimals come as text at the type's scale: order them as numbers ("9.00" < "10.00").
+  const d = decimalParams(type);
+  if (d) return decimalToUnscaled(String(min), d.scale) <= decimalToUnscaled(String(max), d.scale) ? { lower: min, upper: max } : {};
   const order = compareLiterals(min, max);
   if (order === undefined || order > 0) return {};
-  if (decimalParams(type)) {
-    const d = decimalParams(type)!;
-    return decimalToUnscaled(String(min), d.scale) <= decimalToUnscaled(String(max), d.scale) ? { lower: min, upper: max } : {};
-  }
   return { lower: min, upper: max };
 }
 

@@ -130,6 +130,17 @@ describe('Iceberg metrics from a real DuckDB COPY', () => {
     expect(bound(5, 'double', 'upper')).toBe(d.max);
   });
 
+  it('decimal bounds compare numerically, not as text (9.00 < 10.00)', async () => {
+    const decimals: Schema = { type: 'struct', 'schema-id': 0, fields: [{ id: 1, name: 'a', required: false, type: 'decimal(9, 2)' }] };
+    const [file] = await encodeParquet(fx.session, {
+      source: `(SELECT * FROM (VALUES (9.00::DECIMAL(9, 2)), (10.00::DECIMAL(9, 2)), (9.50::DECIMAL(9, 2))) AS v(a))`,
+      schema: decimals, physicalNames: new Map(), outputDir: fx.dir.path, targetFileSizeBytes: 1 << 30, filePrefix: 'decimals-',
+    });
+    const m = icebergMetrics(file, decimals);
+    expect(fromBinary('decimal(9, 2)', m['lower-bounds']!.get(1)!)).toBe('9.00');
+    expect(fromBinary('decimal(9, 2)', m['upper-bounds']!.get(1)!)).toBe('10.00');
+  });
+
   it('-0.0 and +0.0 in one column: the bounds straddle both, as Iceberg orders -0.0 first', async () => {
     const zeros: Schema = { type: 'struct', 'schema-id': 0, fields: [{ id: 1, name: 'a', required: false, type: 'double' }, { id: 2, name: 'b', required: false, type: 'float' }] };
     const [file] = await encodeParquet(fx.session, {
