@@ -4,6 +4,7 @@ import { parseJson, stringifyJson } from '../../core/json.ts';
 import { type Action, type AddFile, type Sidecar, parseCommit, toAction } from './actions.ts';
 import { formatDate } from './partition-values.ts';
 import type { DeltaSnapshot } from './replay.ts';
+import { floorDiv } from '../iceberg/single-value.ts';
 
 /**
  * Classic single-file checkpoints (PROTOCOL.md §Checkpoints, V1 spec; §Checkpoint Schema) and the
@@ -223,11 +224,6 @@ function isoMillis(ms: bigint): string {
   const mi = Math.floor(rem / 60_000) % 60;
   const s = Math.floor(rem / 1000) % 60;
   return `${formatDate(Number(days))}T${two(h)}:${two(mi)}:${two(s)}.${String(rem % 1000).padStart(3, '0')}Z`;
-}
-
-function floorDiv(a: bigint, b: bigint): bigint {
-  const q = a / b;
-  return a % b !== 0n && a < 0n !== b < 0n ? q - 1n : q;
 }
 
 // --- _last_checkpoint --------------------------------------------------------------------------

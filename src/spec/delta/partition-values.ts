@@ -1,7 +1,7 @@
 import { dataInvalid, invalidInput, unsupported } from '../../core/errors.ts';
 import type { IcebergType } from '../iceberg/types.ts';
 import type { LiteralValue } from '../scan-task.ts';
-import { civilFromDays, daysFromCivil } from '../iceberg/single-value.ts';
+import { civilFromDays, daysFromCivil, floorDiv } from '../iceberg/single-value.ts';
 
 /**
  * Delta partition values are strings (PROTOCOL.md §Partition Value Serialization). Values here are
@@ -236,11 +236,6 @@ function rescaleDecimal(text: string, scale: number, column: string): string {
   const i = int.replace(/^0+(?=\d)/, '');
   const isZero = /^0*$/.test(i + f);
   return `${neg && !isZero ? '-' : ''}${i}${scale > 0 ? '.' + f : ''}`;
-}
-
-function floorDiv(a: bigint, b: bigint): bigint {
-  const q = a / b;
-  return a % b !== 0n && a < 0n !== b < 0n ? q - 1n : q;
 }
 
 function two(n: number): string {

@@ -1,7 +1,7 @@
 import { invalidInput, unsupported } from '../../core/errors.ts';
 import type { LiteralValue } from '../scan-task.ts';
 import { isPrimitive, normalizePrimitive, typeToString } from './schema.ts';
-import { decimalParams, decimalToUnscaled, fixedLength, minimalTwosComplement, uuidToBytes } from './single-value.ts';
+import { decimalParams, decimalToUnscaled, fixedLength, floorDiv, minimalTwosComplement, uuidToBytes } from './single-value.ts';
 import type { IcebergType } from './types.ts';
 
 /**
@@ -114,11 +114,6 @@ function integer(value: LiteralValue, type: string): bigint | number {
   if (typeof value === 'bigint') return value;
   if (typeof value === 'number' && Number.isInteger(value)) return value;
   throw invalidInput(`bucket hash: expected an integer for ${type}, found ${describe(value)}`);
-}
-
-function floorDiv(a: bigint, b: bigint): bigint {
-  const q = a / b;
-  return a % b !== 0n && a < 0n !== b < 0n ? q - 1n : q;
 }
 
 /**

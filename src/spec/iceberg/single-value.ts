@@ -174,7 +174,8 @@ function formatClock(unitsOfDay: bigint, unitsPerSecond: bigint, digits: number)
   return `${pad(secs / 3600n, 2)}:${pad((secs / 60n) % 60n, 2)}:${pad(secs % 60n, 2)}.${pad(frac, digits)}`;
 }
 
-function floorDiv(a: bigint, b: bigint): bigint {
+/** Integer division rounding toward negative infinity (dates and times before 1970). */
+export function floorDiv(a: bigint, b: bigint): bigint {
   const q = a / b;
   return a % b !== 0n && (a < 0n) !== (b < 0n) ? q - 1n : q;
 }

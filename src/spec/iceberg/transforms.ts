@@ -3,7 +3,16 @@ import { invalidInput, unsupported } from '../../core/errors.ts';
 import type { LiteralValue } from '../scan-task.ts';
 import { bucketHasher } from './murmur3.ts';
 import { isPrimitive, normalizePrimitive, typeToString } from './schema.ts';
-import { bytesToUuid, civilFromDays, decimalParams, decimalToUnscaled, fixedLength, formatDate, unscaledToDecimal } from './single-value.ts';
+import {
+  bytesToUuid,
+  civilFromDays,
+  decimalParams,
+  decimalToUnscaled,
+  fixedLength,
+  floorDiv,
+  formatDate,
+  unscaledToDecimal,
+} from './single-value.ts';
 import type { IcebergType, PrimitiveType, Transform } from './types.ts';
 
 /**
@@ -158,11 +167,6 @@ function asUnscaled(value: LiteralValue, scale: number, type: string): bigint {
   if (typeof value === 'bigint') return value; // an unscaled value, as single-value.ts accepts
   if (typeof value === 'number' && Number.isFinite(value)) return decimalToUnscaled(String(value), scale);
   throw invalidInput(`iceberg partition: expected a ${type} value, found ${describe(value)}`);
-}
-
-function floorDiv(a: bigint, b: bigint): bigint {
-  const q = a / b;
-  return a % b !== 0n && a < 0n !== b < 0n ? q - 1n : q;
 }
 
 const MICROS_PER_HOUR = 3_600_000_000n;

@@ -6,6 +6,7 @@ import {
   daysFromCivil,
   decimalParams,
   decimalToUnscaled,
+  floorDiv,
   formatDate,
   formatTimestamp,
   fromBinary,
@@ -319,11 +320,6 @@ export function icebergMetrics(stats: FileStats, schema: StructType): IcebergMet
 export type DeltaStatsInput = Pick<DataFile, 'record-count' | 'null-value-counts' | 'lower-bounds' | 'upper-bounds'>;
 
 const MICROS_PER_MILLI = 1000n;
-
-function floorDiv(a: bigint, b: bigint): bigint {
-  const q = a / b;
-  return a % b !== 0n && a < 0n ? q - 1n : q;
-}
 
 function millisText(micros: bigint, side: 'min' | 'max', zoned: boolean): string | undefined {
   let ms = floorDiv(micros, MICROS_PER_MILLI);
