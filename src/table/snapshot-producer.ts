@@ -66,9 +66,9 @@ export interface ProducedSnapshot {
 const CONFLICT = 'commit-conflict';
 
 export class SnapshotProducer {
-  private addedManifest?: { uri: string; length: number; partitions: FieldSummary[] };
+  private addedManifest?: WrittenManifest;
   /** Manifests of the added delete files, one per partition spec; written once like the data one. */
-  private addedDeleteManifests?: { uri: string; length: number; specId: number; files: DataFile[]; partitions: FieldSummary[] }[];
+  private addedDeleteManifests?: WrittenManifest[];
   /** Every Avro file written, so a failed write can remove them all. */
   readonly written: string[] = [];
   /**
@@ -96,29 +96,9 @@ export class SnapshotProducer {
     const parentManifests = parent ? await readManifestList(this.io, parent['manifest-list']) : [];
 
     if (this.change.added.length > 0) {
-      if (!this.addedManifest) {
-        const uri = joinUri(metadataDir, `${newUuid()}-m0.avro`);
-        const entries: ManifestEntry[] = this.change.added.map((f) => ({ status: 1, 'snapshot-id': this.snapshotId, 'data-file': f }));
-        const length = await writeManifest(this.io, uri, base, { schema: basis.schema, spec, content: 0, entries });
-        this.written.push(uri);
-        this.addedManifest = { uri, length, partitions: summaries(spec, basis.schema, this.change.added) };
-      }
-      manifests.push({
-        'manifest-path': this.addedManifest.uri,
-        'manifest-length': this.addedManifest.length,
-        'partition-spec-id': spec['spec-id'],
-        content: 0,
-        'sequence-number': sequenceNumber,
-        'min-sequence-number': sequenceNumber,
-        'added-snapshot-id': this.snapshotId,
-        'added-files-count': this.change.added.length,
-        'existing-files-count': 0,
-        'deleted-files-count': 0,
-        'added-rows-count': sum(this.change.added.map((f) => f['record-count'])),
-        'existing-rows-count': 0,
-        'deleted-rows-count': 0,
-        partitions: this.addedManifest.partitions,
-      });
+      const entries: ManifestEntry[] = this.change.added.map((f) => ({ status: 1, 'snapshot-id': this.snapshotId, 'data-file': f }));
+      this.addedManifest ??= await this.writeOwn(base, { spec, schema: basis.schema, content: 0, entries }, 'm0');
+      manifests.push(listEntry(this.addedManifest, this.snapshotId, sequenceNumber));
     }
 
     if (this.change.replaceAll) {
@@ -141,27 +121,8 @@ export class SnapshotProducer {
       }
       for (const [key, group] of groups) {
         const [specId, content] = key.split('/').map(Number) as [number, 0 | 1];
-        const groupSpec = specById(base, specId);
-        const uri = joinUri(metadataDir, `${newUuid()}-m1.avro`);
-        const length = await writeManifest(this.io, uri, base, { schema: basis.schema, spec: groupSpec, content, entries: group });
-        this.written.push(uri);
-        attemptFiles.push(uri);
-        manifests.push({
-          'manifest-path': uri,
-          'manifest-length': length,
-          'partition-spec-id': specId,
-          content,
-          'sequence-number': sequenceNumber,
-          'min-sequence-number': minOf(group.map((e) => e['sequence-number'] ?? sequenceNumber), sequenceNumber),
-          'added-snapshot-id': this.snapshotId,
-          'added-files-count': 0,
-          'existing-files-count': 0,
-          'deleted-files-count': group.length,
-          'added-rows-count': 0,
-          'existing-rows-count': 0,
-          'deleted-rows-count': sum(group.map((e) => e['data-file']['record-count'])),
-          partitions: summaries(groupSpec, basis.schema, group.map((e) => e['data-file'])),
-        });
+        const written = await this.writeOwn(base, { spec: specById(base, specId), schema: basis.schema, content, entries: group }, 'm1', attemptFiles);
+        manifests.push(listEntry(written, this.snapshotId, sequenceNumber));
       }
     } else if (this.change.removeFiles && this.change.removeFiles.size > 0) {
       manifests.push(...(await this.rewriteWithout(base, parentManifests, this.change.removeFiles, removed, attemptFiles, basis.schema)));
@@ -175,7 +136,7 @@ export class SnapshotProducer {
       manifests.length = 0;
       manifests.push(...replaced);
     }
-    manifests.unshift(...(await this.addedDeletesManifests(base, metadataDir, sequenceNumber, basis.schema)));
+    manifests.unshift(...(await this.addedDeletesManifests(base, sequenceNumber, basis.schema)));
 
     const rowLineage = base['format-version'] >= 3 ? assignFirstRowIds(manifests, base['next-row-id'] ?? 0) : undefined;
     if (rowLineage) manifests.splice(0, manifests.length, ...rowLineage.manifests);
@@ -248,26 +209,8 @@ export class SnapshotProducer {
         entries.push({ ...e, status: 0 });
       }
     }
-    const uri = joinUri(base.location, 'metadata', `${newUuid()}-m2.avro`);
-    const length = await writeManifest(this.io, uri, base, { schema, spec, content: 0, entries });
-    this.written.push(uri);
-    attemptFiles.push(uri);
-    const merged: ManifestFile = {
-      'manifest-path': uri,
-      'manifest-length': length,
-      'partition-spec-id': specId,
-      content: 0,
-      'sequence-number': base['last-sequence-number'] + 1,
-      'min-sequence-number': minOf(entries.map((e) => e['sequence-number'] ?? 0), base['last-sequence-number'] + 1),
-      'added-snapshot-id': this.snapshotId,
-      'added-files-count': 0,
-      'existing-files-count': entries.length,
-      'deleted-files-count': 0,
-      'added-rows-count': 0,
-      'existing-rows-count': sum(entries.map((e) => e['data-file']['record-count'])),
-      'deleted-rows-count': 0,
-      partitions: summaries(spec, schema, entries.map((e) => e['data-file'])),
-    };
+    const written = await this.writeOwn(base, { spec, schema, content: 0, entries }, 'm2', attemptFiles);
+    const merged = listEntry(written, this.snapshotId, base['last-sequence-number'] + 1);
     return [merged, ...parentManifests.filter((m) => !mergeable.includes(m))];
   }
 
@@ -307,7 +250,7 @@ export class SnapshotProducer {
   }
 
   /** The manifests of the change's delete files (their sequence number is this snapshot's). */
-  private async addedDeletesManifests(base: TableMetadata, metadataDir: string, sequenceNumber: number, schema: Schema): Promise<ManifestFile[]> {
+  private async addedDeletesManifests(base: TableMetadata, sequenceNumber: number, schema: Schema): Promise<ManifestFile[]> {
     const files = this.change.addedDeletes ?? [];
     if (files.length === 0) return [];
     if (!this.addedDeleteManifests) {
@@ -315,30 +258,11 @@ export class SnapshotProducer {
       for (const f of files) bySpec.set(f['spec-id'], [...(bySpec.get(f['spec-id']) ?? []), f]);
       this.addedDeleteManifests = [];
       for (const [specId, group] of bySpec) {
-        const spec = specById(base, specId);
-        const uri = joinUri(metadataDir, `${newUuid()}-d0.avro`);
         const entries: ManifestEntry[] = group.map((f) => ({ status: 1, 'snapshot-id': this.snapshotId, 'data-file': f }));
-        const length = await writeManifest(this.io, uri, base, { schema, spec, content: 1, entries });
-        this.written.push(uri);
-        this.addedDeleteManifests.push({ uri, length, specId, files: group, partitions: summaries(spec, schema, group) });
+        this.addedDeleteManifests.push(await this.writeOwn(base, { spec: specById(base, specId), schema, content: 1, entries }, 'd0'));
       }
     }
-    return this.addedDeleteManifests.map((m) => ({
-      'manifest-path': m.uri,
-      'manifest-length': m.length,
-      'partition-spec-id': m.specId,
-      content: 1,
-      'sequence-number': sequenceNumber,
-      'min-sequence-number': sequenceNumber,
-      'added-snapshot-id': this.snapshotId,
-      'added-files-count': m.files.length,
-      'existing-files-count': 0,
-      'deleted-files-count': 0,
-      'added-rows-count': sum(m.files.map((f) => f['record-count'])),
-      'existing-rows-count': 0,
-      'deleted-rows-count': 0,
-      partitions: m.partitions,
-    }));
+    return this.addedDeleteManifests.map((m) => listEntry(m, this.snapshotId, sequenceNumber));
   }
 
   /** Every data file whose deletes this change replaces must still be live (a removed one is a conflict). */
@@ -416,31 +340,23 @@ export class SnapshotProducer {
     attemptFiles: string[],
   ): Promise<{ manifest: ManifestFile; removed: DataFile[] }> {
     const rewritten = entries.map((e): ManifestEntry => (remove(e['data-file']) ? { ...e, status: 2, 'snapshot-id': this.snapshotId } : { ...e, status: 0 }));
+    const written = await this.writeOwn(base, { spec: specById(base, m['partition-spec-id']), schema, content: m.content === 0 ? 0 : 1, entries: rewritten }, 'm3', attemptFiles);
     const removed = rewritten.filter((e) => e.status === 2).map((e) => e['data-file']);
-    const kept = rewritten.filter((e) => e.status === 0).map((e) => e['data-file']);
-    const spec = specById(base, m['partition-spec-id']);
-    const uri = joinUri(base.location, 'metadata', `${newUuid()}-m3.avro`);
-    const length = await writeManifest(this.io, uri, base, { schema, spec, content: m.content === 0 ? 0 : 1, entries: rewritten });
+    return { manifest: listEntry(written, this.snapshotId, base['last-sequence-number'] + 1), removed };
+  }
+
+  /** Writes a manifest of this snapshot; `attemptFiles` when it belongs to this attempt only. */
+  private async writeOwn(
+    base: TableMetadata,
+    m: Omit<WrittenManifest, 'uri' | 'length' | 'partitions'>,
+    suffix: string,
+    attemptFiles?: string[],
+  ): Promise<WrittenManifest> {
+    const uri = joinUri(base.location, 'metadata', `${newUuid()}-${suffix}.avro`);
+    const length = await writeManifest(this.io, uri, base, m);
     this.written.push(uri);
-    attemptFiles.push(uri);
-    const sequenceNumber = base['last-sequence-number'] + 1;
-    const manifest: ManifestFile = {
-      'manifest-path': uri,
-      'manifest-length': length,
-      'partition-spec-id': spec['spec-id'],
-      content: m.content,
-      'sequence-number': sequenceNumber,
-      'min-sequence-number': minOf(rewritten.map((e) => e['sequence-number'] ?? 0), sequenceNumber),
-      'added-snapshot-id': this.snapshotId,
-      'added-files-count': 0,
-      'existing-files-count': kept.length,
-      'deleted-files-count': removed.length,
-      'added-rows-count': 0,
-      'existing-rows-count': sum(kept.map((f) => f['record-count'])),
-      'deleted-rows-count': sum(removed.map((f) => f['record-count'])),
-      partitions: summaries(spec, schema, rewritten.map((e) => e['data-file'])),
-    };
-    return { manifest, removed };
+    attemptFiles?.push(uri);
+    return { ...m, uri, length, partitions: summaries(m.spec, m.schema, m.entries.map((e) => e['data-file'])) };
   }
 
   private entries(base: TableMetadata, m: ManifestFile): Promise<ManifestEntry[]> {
@@ -457,6 +373,44 @@ export class SnapshotProducer {
   async abandon(): Promise<void> {
     await this.io.deleteQuietly(this.written);
   }
+}
+
+/** A manifest this snapshot wrote, with what its manifest-list entry is made from. */
+interface WrittenManifest {
+  uri: string;
+  length: number;
+  spec: PartitionSpec;
+  schema: Schema;
+  content: 0 | 1;
+  entries: ManifestEntry[];
+  partitions: FieldSummary[];
+}
+
+/**
+ * The manifest-list entry of a manifest this snapshot wrote (spec §Manifest Lists): file and row
+ * counts by entry status; the minimum data sequence number of its entries (ADDED ones take this
+ * snapshot's, by inheritance).
+ */
+function listEntry(m: WrittenManifest, snapshotId: bigint, sequenceNumber: number): ManifestFile {
+  const files = (status: number) => m.entries.filter((e) => e.status === status).map((e) => e['data-file']);
+  const [existing, added, deleted] = [files(0), files(1), files(2)];
+  const rows = (fs: DataFile[]) => sum(fs.map((f) => f['record-count']));
+  return {
+    'manifest-path': m.uri,
+    'manifest-length': m.length,
+    'partition-spec-id': m.spec['spec-id'],
+    content: m.content,
+    'sequence-number': sequenceNumber,
+    'min-sequence-number': minOf(m.entries.map((e) => (e.status === 1 ? sequenceNumber : (e['sequence-number'] ?? sequenceNumber))), sequenceNumber),
+    'added-snapshot-id': snapshotId,
+    'added-files-count': added.length,
+    'existing-files-count': existing.length,
+    'deleted-files-count': deleted.length,
+    'added-rows-count': rows(added),
+    'existing-rows-count': rows(existing),
+    'deleted-rows-count': rows(deleted),
+    partitions: m.partitions,
+  };
 }
 
 function sum(xs: number[]): number {
