@@ -2,7 +2,7 @@ import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import * as nodePath from 'node:path';
 import { systemClock, type Clock } from '../core/clock.ts';
-import { TwinlakeError, invalidInput, isTwinlakeError, notFound, unsupported } from '../core/errors.ts';
+import { errorMessage, invalidInput, isTwinlakeError, notFound, TwinlakeError, unsupported } from '../core/errors.ts';
 import { localPath, relativeTo } from '../core/uri.ts';
 import type { ObjectStore } from '../io/object-store.ts';
 import { parseTableMetadata, serializeTableMetadata } from '../spec/iceberg/table-metadata.ts';
@@ -215,7 +215,7 @@ export class SqlCatalog implements Catalog {
       }
       throw new TwinlakeError(
         'commit-state-unknown',
-        `sql catalog: the pointer update of ${formatTableIdentifier(id)} to ${written.uri} failed and may or may not have happened: ${errorText(e)}`,
+        `sql catalog: the pointer update of ${formatTableIdentifier(id)} to ${written.uri} failed and may or may not have happened: ${errorMessage(e)}`,
         { table: formatTableIdentifier(id), metadataLocation: written.uri },
         { cause: e },
       );
@@ -504,10 +504,6 @@ function isBusyError(e: unknown): boolean {
   return /^SQLITE_(BUSY|LOCKED)/.test(sqliteCode(e));
 }
 
-function errorText(e: unknown): string {
-  return e instanceof Error ? e.message : String(e);
-}
-
 function sqlError(e: unknown, what: string, dbPath: string): unknown {
   if (e instanceof TwinlakeError || isConstraintError(e)) return e;
   const code = sqliteCode(e);
@@ -516,7 +512,7 @@ function sqlError(e: unknown, what: string, dbPath: string): unknown {
   }
   // SQLite reports its own codes; creating the folder beforehand reports Node's.
   if (/^SQLITE_(READONLY|CANTOPEN|PERM|AUTH)/.test(code) || /^(EACCES|EROFS|EPERM|ENOTDIR|EEXIST)$/.test(code)) {
-    return new TwinlakeError('io', `sql catalog: cannot use ${dbPath} while ${what}: the file or its folder is not writable (${code || errorText(e)})`, { dbPath, code }, { cause: e, retryable: false });
+    return new TwinlakeError('io', `sql catalog: cannot use ${dbPath} while ${what}: the file or its folder is not writable (${code || errorMessage(e)})`, { dbPath, code }, { cause: e, retryable: false });
   }
-  return new TwinlakeError('io', `sql catalog: ${what} in ${dbPath} failed: ${errorText(e)}`, { dbPath, code }, { cause: e });
+  return new TwinlakeError('io', `sql catalog: ${what} in ${dbPath} failed: ${errorMessage(e)}`, { dbPath, code }, { cause: e });
 }

@@ -11,7 +11,6 @@ import { parseInputFormat, type WriteInput } from '../table/input.ts';
 import { parseFormats, type RowChangeStrategy } from '../table/table-properties.ts';
 import type { ReadOptions } from '../table/table.ts';
 import type { MergeResult } from '../table/merge.ts';
-import type { ReadPlan } from '../table/reader.ts';
 import type { StructType } from '../spec/iceberg/types.ts';
 import { formatTable, printDescription, printHistory } from './format.ts';
 import { runQuickstart } from './quickstart.ts';
@@ -184,8 +183,8 @@ export function registerCommands(program: Command): void {
         try {
           const file = join(dir, output === 'csv' ? 'out.csv' : 'out.ndjson');
           const kind = output === 'csv' ? 'csv' : 'json';
-          const plan: ReadPlan = byPath ? await lake.exportPath(table, file, { ...opts, output: kind }) : await lake.table(table).export(file, { ...opts, output: kind });
-          void plan;
+          if (byPath) await lake.exportPath(table, file, { ...opts, output: kind });
+          else await lake.table(table).export(file, { ...opts, output: kind });
           await pipeline(createReadStream(file), process.stdout, { end: false });
         } finally {
           await rm(dir, { recursive: true, force: true });

@@ -1,6 +1,7 @@
 import { stringifyJson } from '../core/json.ts';
 import type { IcebergType, NestedField } from '../spec/iceberg/types.ts';
 import type { HistoryEntry, TableDescription } from '../table/table.ts';
+import { Props } from '../table/table-properties.ts';
 
 function cell(v: unknown): string {
   if (v === null || v === undefined) return 'NULL';
@@ -59,7 +60,7 @@ function schemaLines(fields: NestedField[], indent: string): string[] {
 
 export function printDescription(d: TableDescription): string {
   const props = Object.entries(d.properties)
-    .filter(([k]) => !k.startsWith('twinlake.column-physical-names') && k !== 'schema.name-mapping.default')
+    .filter(([k]) => !k.startsWith(Props.physicalNames) && k !== Props.nameMapping)
     .map(([k, v]) => `  ${k} = ${v}`);
   return [
     `table         ${d.name}`,

@@ -4,6 +4,7 @@ import * as nodePath from 'node:path';
 import { TwinlakeError, invalidInput, notFound } from '../core/errors.ts';
 import { fileUri } from '../core/uri.ts';
 import type { ObjectMeta, ObjectStore } from './object-store.ts';
+import { checkKey, checkPrefix, checkRange, compareKeys } from './keys.ts';
 
 /**
  * An ObjectStore over a local directory (DESIGN.md §7). Every write goes to a temporary file in the
@@ -30,13 +31,13 @@ export class LocalStore implements ObjectStore {
   }
 
   localPath(key: string): string {
-    checkKey(key);
+    checkKey('local store', key);
     return nodePath.join(this.rootDir, key);
   }
 
   async get(key: string, range?: { offset: number; length: number }): Promise<Uint8Array> {
     const file = this.localPath(key);
-    if (range) checkRange(range, key);
+    if (range) checkRange('local store', range, key);
     try {
       if (!range) {
         const buf = await fs.readFile(file);
@@ -101,7 +102,7 @@ export class LocalStore implements ObjectStore {
   }
 
   async *list(prefix: string): AsyncIterable<ObjectMeta> {
-    checkPrefix(prefix);
+    checkPrefix('local store', prefix);
     const slash = prefix.lastIndexOf('/');
     const out: ObjectMeta[] = [];
     await this.walk(slash < 0 ? '' : prefix.slice(0, slash), prefix, out);
@@ -224,34 +225,4 @@ function fsError(e: unknown, op: 'read' | 'write' | 'list' | 'delete', file: str
   else why = e instanceof Error ? e.message : String(e);
   const permanent = isCode(e, 'EACCES', 'EPERM', 'EROFS', 'ENOTDIR', 'EEXIST', 'EISDIR');
   return new TwinlakeError('io', `local store: cannot ${op} ${file}: ${why}`, { path: file, code }, { cause: e, retryable: !permanent });
-}
-
-/** Keys must stay inside the root: `/`-separated, no empty, `.` or `..` segments, no leading `/`. */
-function checkKey(key: string): void {
-  if (typeof key !== 'string' || key === '') throw invalidInput(`local store: expected a non-empty object key, found ${JSON.stringify(key)}`);
-  if (key.includes('\0')) throw invalidInput(`local store: object key ${JSON.stringify(key)} contains a NUL character`);
-  for (const segment of key.split('/')) {
-    if (segment === '' || segment === '.' || segment === '..') {
-      throw invalidInput(`local store: expected a relative key without empty, '.' or '..' segments, found ${JSON.stringify(key)}`);
-    }
-  }
-}
-
-function checkPrefix(prefix: string): void {
-  if (prefix === '') return;
-  const segments = prefix.split('/');
-  if (segments.slice(0, -1).some((s) => s === '' || s === '.' || s === '..') || segments.at(-1) === '..' || prefix.includes('\0')) {
-    throw invalidInput(`local store: expected a relative key prefix without empty, '.' or '..' segments, found ${JSON.stringify(prefix)}`);
-  }
-}
-
-function checkRange(range: { offset: number; length: number }, key: string): void {
-  if (!Number.isSafeInteger(range.offset) || !Number.isSafeInteger(range.length) || range.offset < 0 || range.length < 0) {
-    throw invalidInput(`local store: expected a range of non-negative integers for ${JSON.stringify(key)}, found ${JSON.stringify(range)}`);
-  }
-}
-
-/** Byte order of the UTF-8 forms, the order cloud object stores list in. */
-function compareKeys(a: string, b: string): number {
-  return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
 }
