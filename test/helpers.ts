@@ -2,6 +2,8 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { expect } from 'vitest';
+import { TwinlakeError } from '../src/core/errors.ts';
 
 export const repoRoot = resolve(import.meta.dirname, '..');
 export const testdata = resolve(repoRoot, '../shared/testdata');
@@ -29,16 +31,6 @@ export function cli(args: string[], opts: { input?: string; cwd?: string } = {})
   return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
 }
 
-export function cliAsync(args: string[], opts: { cwd?: string } = {}): Promise<CliResult> {
-  return new Promise((resolvePromise) => {
-    const child = spawn(process.execPath, [join(repoRoot, 'bin/twinlake.mjs'), ...args], { cwd: opts.cwd ?? repoRoot });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('close', (code) => resolvePromise({ code: code ?? -1, stdout, stderr }));
-  });
-}
 
 /** Every file below `dir`, relative, sorted (for "nothing changed" checks). */
 export function listFiles(dir: string): string[] {
@@ -57,4 +49,45 @@ export function listFiles(dir: string): string[] {
 
 export function ndjson(rows: unknown[]): string {
   return rows.map((r) => JSON.stringify(r)).join('\n') + '\n';
+}
+
+/** The TwinlakeError a promise (or call) fails with; the test fails when there is none. */
+export async function errorOf(p: Promise<unknown> | (() => unknown)): Promise<TwinlakeError> {
+  try {
+    await (typeof p === 'function' ? p() : p);
+  } catch (e) {
+    expect(e).toBeInstanceOf(TwinlakeError);
+    return e as TwinlakeError;
+  }
+  throw new Error('expected the call to fail');
+}
+
+/** The error a call throws; the test fails when there is none. */
+export function thrown(f: () => unknown): Error & { kind?: string } {
+  try {
+    f();
+  } catch (e) {
+    return e as Error;
+  }
+  throw new Error('expected an error');
+}
+
+/** The error a promise rejects with; the test fails when there is none. */
+export async function rejection(p: Promise<unknown>): Promise<Error> {
+  try {
+    await p;
+  } catch (e) {
+    return e as Error;
+  }
+  throw new Error('expected a rejection');
+}
+
+/** Runs `test/workers/<script>` in its own Node process (through tsx): its exit code and stderr. */
+export function runWorker(script: string, args: string[]): Promise<{ code: number; stderr: string }> {
+  return new Promise((resolvePromise) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', join(repoRoot, 'test/workers', script), ...args], { cwd: repoRoot });
+    let stderr = '';
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('close', (code) => resolvePromise({ code: code ?? -1, stderr }));
+  });
 }

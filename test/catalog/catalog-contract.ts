@@ -1,10 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Catalog, TableIdentifier } from '../../src/catalog/catalog.ts';
-import { TwinlakeError } from '../../src/core/errors.ts';
 import { newUuid } from '../../src/core/ids.ts';
 import { newTableMetadata } from '../../src/spec/iceberg/table-metadata.ts';
 import type { Snapshot, TableMetadata } from '../../src/spec/iceberg/types.ts';
 import type { TableUpdate } from '../../src/spec/iceberg/updates.ts';
+import { errorOf } from '../helpers.ts';
 
 export interface CatalogUnderTest {
   catalog: Catalog;
@@ -44,16 +44,6 @@ export function appendUpdates(base: TableMetadata, snapshotId: bigint): TableUpd
     { action: 'add-snapshot', snapshot },
     { action: 'set-snapshot-ref', 'ref-name': 'main', type: 'branch', 'snapshot-id': snapshotId },
   ];
-}
-
-async function errorOf(p: Promise<unknown>): Promise<TwinlakeError> {
-  try {
-    await p;
-  } catch (e) {
-    expect(e).toBeInstanceOf(TwinlakeError);
-    return e as TwinlakeError;
-  }
-  throw new Error('expected the call to fail');
 }
 
 const id = (ns: string[], name: string): TableIdentifier => ({ namespace: ns, name });

@@ -3,18 +3,16 @@ import { execFile } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { TableIdentifier } from '../../src/catalog/catalog.ts';
 import { SqlCatalog, metadataFileVersion } from '../../src/catalog/sql-catalog.ts';
-import { TwinlakeError } from '../../src/core/errors.ts';
 import { LocalStore } from '../../src/io/local-store.ts';
 import { MemoryStore } from '../../src/io/memory-store.ts';
 import type { ObjectMeta, ObjectStore } from '../../src/io/object-store.ts';
 import { serializeTableMetadata } from '../../src/spec/iceberg/table-metadata.ts';
 import { appendUpdates, catalogContract, sampleMetadata } from './catalog-contract.ts';
+import { errorOf, repoRoot } from '../helpers.ts';
 
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const t = (ns: string[], name: string): TableIdentifier => ({ namespace: ns, name });
 
 async function tempDir(): Promise<string> {
@@ -46,16 +44,6 @@ catalogContract('SqlCatalog on MemoryStore', async () => {
     },
   };
 });
-
-async function errorOf(p: Promise<unknown> | (() => unknown)): Promise<TwinlakeError> {
-  try {
-    await (typeof p === 'function' ? p() : p);
-  } catch (e) {
-    expect(e).toBeInstanceOf(TwinlakeError);
-    return e as TwinlakeError;
-  }
-  throw new Error('expected the call to fail');
-}
 
 async function names(store: ObjectStore, prefix: string): Promise<string[]> {
   const out: string[] = [];

@@ -2,13 +2,11 @@ import { execFile, execFileSync } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { TwinlakeError } from '../../src/core/errors.ts';
 import { LocalStore } from '../../src/io/local-store.ts';
 import { objectStoreContract } from './object-store-contract.ts';
+import { errorOf, repoRoot } from '../helpers.ts';
 
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
 async function tempDir(): Promise<string> {
   return fs.mkdtemp(path.join(os.tmpdir(), 'twinlake-local-store-'));
@@ -22,16 +20,6 @@ objectStoreContract('LocalStore', async () => {
 async function allNames(dir: string): Promise<string[]> {
   const entries = await fs.readdir(dir, { recursive: true });
   return entries.map(String).sort();
-}
-
-async function errorOf(p: Promise<unknown>): Promise<TwinlakeError> {
-  try {
-    await p;
-  } catch (e) {
-    expect(e).toBeInstanceOf(TwinlakeError);
-    return e as TwinlakeError;
-  }
-  throw new Error('expected the call to fail');
 }
 
 /** Runs a Node child that imports our TypeScript sources (through tsx) and prints JSON. */

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { TwinlakeError } from '../../src/core/errors.ts';
 import type { ObjectMeta, ObjectStore } from '../../src/io/object-store.ts';
+import { errorOf } from '../helpers.ts';
 
 export interface StoreUnderTest {
   store: ObjectStore;
@@ -13,16 +13,6 @@ async function collect(it: AsyncIterable<ObjectMeta>): Promise<ObjectMeta[]> {
   const out: ObjectMeta[] = [];
   for await (const m of it) out.push(m);
   return out;
-}
-
-async function errorOf(p: Promise<unknown>): Promise<TwinlakeError> {
-  try {
-    await p;
-  } catch (e) {
-    expect(e).toBeInstanceOf(TwinlakeError);
-    return e as TwinlakeError;
-  }
-  throw new Error('expected the call to fail');
 }
 
 /** Every MUST of the ObjectStore interface (src/io/object-store.ts), for one backend. */

@@ -1,18 +1,8 @@
-import { spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Lakehouse } from '../../src/index.ts';
-import { repoRoot, tempDir } from '../helpers.ts';
-
-function worker(args: string[]): Promise<{ code: number; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(repoRoot, 'test/workers/append-worker.ts'), ...args], { cwd: repoRoot });
-    let stderr = '';
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('close', (code) => resolve({ code: code ?? -1, stderr }));
-  });
-}
+import { runWorker, tempDir } from '../helpers.ts';
 
 describe('two writer processes on one table', () => {
   const tmp = tempDir();
@@ -20,8 +10,8 @@ describe('two writer processes on one table', () => {
 
   it('both succeed: 40 snapshots, 40 Delta versions in Iceberg order, every row once in both formats', async () => {
     const [a, b] = await Promise.all([
-      worker([tmp.path, 'conc.t', 'A', '20', '25']),
-      worker([tmp.path, 'conc.t', 'B', '20', '25']),
+      runWorker('append-worker.ts', [tmp.path, 'conc.t', 'A', '20', '25']),
+      runWorker('append-worker.ts', [tmp.path, 'conc.t', 'B', '20', '25']),
     ]);
     expect(a.code, a.stderr).toBe(0);
     expect(b.code, b.stderr).toBe(0);

@@ -1,6 +1,6 @@
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { testdata } from '../helpers.ts';
 import * as path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { localPath } from '../../src/core/uri.ts';
@@ -21,8 +21,6 @@ import { canonRow, parquetRowCount, readParquetRows, readTaskRows } from './delt
  * their expected rows, and Delta's golden tables against what their logs and stats say.
  */
 
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const testdata = path.resolve(repoRoot, '../shared/testdata');
 const DAT = path.join(testdata, 'dat');
 const GOLDEN = path.join(testdata, 'delta-golden');
 

@@ -7,15 +7,7 @@ import type { DeltaSnapshot } from '../../src/spec/delta/replay.ts';
 import { toDeltaSchema } from '../../src/spec/delta/schema.ts';
 import type { Schema } from '../../src/spec/iceberg/types.ts';
 import { dataFileUri, deltaScanTask, latestDeltaVersion, readDeltaSnapshot, writeDeltaCommit } from '../../src/table/delta-log.ts';
-
-async function rejection(p: Promise<unknown>): Promise<Error> {
-  try {
-    await p;
-  } catch (e) {
-    return e as Error;
-  }
-  throw new Error('expected a rejection');
-}
+import { rejection } from '../helpers.ts';
 
 const schema: Schema = {
   type: 'struct',

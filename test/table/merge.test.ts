@@ -5,8 +5,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { loadDeletionVectors } from '../../src/engine/read-scan.ts';
 import type { ScanTask } from '../../src/spec/scan-task.ts';
 import { join } from 'node:path';
-import { spawn } from 'node:child_process';
-import { repoRoot, tempDir } from '../helpers.ts';
+import { runWorker, tempDir } from '../helpers.ts';
 import { lakehouseFixture } from '../lakehouse-fixture.ts';
 import { readWithIcebird } from '../icebird.ts';
 
@@ -225,7 +224,7 @@ describe('two merging processes on one table', () => {
       const seed = [...Array.from({ length: 40 }, (_, i) => ({ id: i, owner: 'seed', round: -1 })), ...Array.from({ length: 40 }, (_, i) => ({ id: 1000 + i, owner: 'seed', round: -1 }))];
       await lake.table(table).append(seed, { properties: { 'format-version': version } });
       await lake.close();
-      const [a, b] = await Promise.all([worker(['merge-worker.ts', tmp.path, table, 'A', '6', strategy]), worker(['merge-worker.ts', tmp.path, table, 'B', '6', strategy])]);
+      const [a, b] = await Promise.all([runWorker('merge-worker.ts', [tmp.path, table, 'A', '6', strategy]), runWorker('merge-worker.ts', [tmp.path, table, 'B', '6', strategy])]);
       expect(a.code, a.stderr).toBe(0);
       expect(b.code, b.stderr).toBe(0);
       const check = await Lakehouse.open({ warehouse: tmp.path });
@@ -246,12 +245,3 @@ describe('two merging processes on one table', () => {
   }
 });
 
-function worker(args: string[]): Promise<{ code: number; stderr: string }> {
-  const [script, ...rest] = args;
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(repoRoot, 'test/workers', script!), ...rest], { cwd: repoRoot });
-    let stderr = '';
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('close', (code) => resolve({ code: code ?? -1, stderr }));
-  });
-}

@@ -10,15 +10,7 @@ import {
   parseLogFileName,
   serializeCommit,
 } from '../../../src/spec/delta/actions.ts';
-
-function thrown(f: () => unknown): Error & { kind?: string } {
-  try {
-    f();
-  } catch (e) {
-    return e as Error;
-  }
-  throw new Error('expected an error');
-}
+import { thrown } from '../../helpers.ts';
 
 describe('commit serialization', () => {
   const actions: Action[] = [

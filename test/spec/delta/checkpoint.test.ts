@@ -1,7 +1,7 @@
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { testdata } from '../../helpers.ts';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringifyJson } from '../../../src/core/json.ts';
@@ -19,8 +19,6 @@ import {
 } from '../../../src/spec/delta/checkpoint.ts';
 import { replay } from '../../../src/spec/delta/replay.ts';
 
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
-const testdata = path.resolve(repoRoot, '../shared/testdata');
 
 describe('_last_checkpoint', () => {
   it('computes the checksum of the protocol example (PROTOCOL.md §JSON checksum)', () => {

@@ -2,15 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { isTwinlakeError } from '../../../src/core/errors.ts';
 import { civilDate, epochDay, formatDate, parsePartitionValue, serializePartitionValue } from '../../../src/spec/delta/partition-values.ts';
 import type { LiteralValue } from '../../../src/spec/scan-task.ts';
-
-function thrown(f: () => unknown): Error {
-  try {
-    f();
-  } catch (e) {
-    return e as Error;
-  }
-  throw new Error('expected an error');
-}
+import { thrown } from '../../helpers.ts';
 
 describe('parsePartitionValue', () => {
   it('reads null, missing and the empty string as null for every type (PROTOCOL.md)', () => {

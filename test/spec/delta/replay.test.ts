@@ -2,15 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { isTwinlakeError } from '../../../src/core/errors.ts';
 import type { Action, AddFile, DeletionVectorDescriptor } from '../../../src/spec/delta/actions.ts';
 import { checkReadSupported, decodePath, listLogSegment, replay } from '../../../src/spec/delta/replay.ts';
-
-function thrown(f: () => unknown): Error {
-  try {
-    f();
-  } catch (e) {
-    return e as Error;
-  }
-  throw new Error('expected an error');
-}
+import { thrown } from '../../helpers.ts';
 
 const protocol: Action = { protocol: { minReaderVersion: 1, minWriterVersion: 2 } };
 const metaData: Action = {

@@ -2,15 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { isTwinlakeError } from '../../../src/core/errors.ts';
 import type { Schema } from '../../../src/spec/iceberg/types.ts';
 import { columnMappingMode, fromDeltaSchema, protocolFor, toDeltaSchema } from '../../../src/spec/delta/schema.ts';
-
-function thrown(f: () => unknown): Error {
-  try {
-    f();
-  } catch (e) {
-    return e as Error;
-  }
-  throw new Error('expected an error');
-}
+import { thrown } from '../../helpers.ts';
 
 /** The schema of PROTOCOL.md §Example of storing identifiers for nested fields (IcebergCompatV2). */
 const nestedExample: Schema = {

@@ -1,6 +1,6 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { repoRoot } from '../../helpers.ts';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, test } from 'vitest';
 import { parseJson } from '../../../src/core/json.ts';
 import { decodeManifest, inheritFirstRowIds, inheritSequenceNumbers, partitionType } from '../../../src/spec/iceberg/manifest.ts';
@@ -16,7 +16,6 @@ import type { ManifestEntry, PartitionSpec, Snapshot, TableMetadata } from '../.
  * delete files (applying deletes is a later step).
  */
 
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const fixturesRoot = path.resolve(repoRoot, '../shared/testdata/iceberg');
 const available = existsSync(path.join(fixturesRoot, 'fixtures.json'));
 
