@@ -1,6 +1,5 @@
 import { dataInvalid } from '../core/errors.ts';
 import { stringifyJson } from '../core/json.ts';
-import { relativeTo } from '../core/uri.ts';
 import type { FileIO } from '../io/file-io.ts';
 import type { Action, AddFile, CommitInfo, DeletionVectorDescriptor, Metadata, Protocol, RemoveFile } from '../spec/delta/actions.ts';
 import { commitPath, parseCommit, serializeCommit } from '../spec/delta/actions.ts';
@@ -11,6 +10,7 @@ import { serializePartitionValue } from '../spec/delta/partition-values.ts';
 import type { LiteralValue } from '../spec/scan-task.ts';
 import type { DataFile, ManifestEntry, ManifestFile, Schema, Snapshot, TableMetadata } from '../spec/iceberg/types.ts';
 import { readManifestEntries, readManifestList } from './manifest-io.ts';
+import { deltaPath } from '../spec/delta/replay.ts';
 import { deleteFileKey } from '../spec/iceberg/manifest.ts';
 import { deltaDescriptor } from './row-deletes.ts';
 import { intProp, Props, readPhysicalNames } from './table-properties.ts';
@@ -97,18 +97,6 @@ function partitionValuesOf(metadata: TableMetadata, schema: Schema, physicalName
   };
 }
 
-/** A data file's path as Delta wants it: relative to the table root, URI-encoded. */
-export function deltaPath(location: string, fileUri: string): string {
-  const rel = relativeTo(location, fileUri);
-  if (rel === undefined) return fileUri; // outside the table root: an absolute URI
-  return rel.split('/').map(encodePathSegment).join('/');
-}
-
-function encodePathSegment(s: string): string {
-  return s.replace(/[^A-Za-z0-9\-._~=@+,]/g, (c) =>
-    Array.from(new TextEncoder().encode(c), (b) => '%' + b.toString(16).toUpperCase().padStart(2, '0')).join(''),
-  );
-}
 
 export function initialSchema(metadata: TableMetadata): Schema {
   return metadata.schemas.reduce((a, b) => (a['schema-id'] <= b['schema-id'] ? a : b));

@@ -9,7 +9,7 @@ import { deltaStats } from '../spec/parquet/stats.ts';
 import { alignToTable, encode, inferOrExplain, type EncodedFiles } from './batch.ts';
 import { writeDeltaCheckpointIfDue } from './delta-checkpoint.ts';
 import { readDeltaSnapshot, writeDeltaCommit } from './delta-log.ts';
-import { deltaPath } from './delta-projection.ts';
+import { deltaPath } from '../spec/delta/replay.ts';
 import { isBlank } from './input-diagnostics.ts';
 import { prepareInput, type WriteInput } from './input.ts';
 import { assignPhysicalNames } from './physical-names.ts';

@@ -22,7 +22,8 @@ import type { DeletionVectorDescriptor } from '../spec/delta/actions.ts';
 import { encodeDeletionVectorPuffin } from '../spec/iceberg/puffin.ts';
 import { DataFileContent, type DataFile, type TableMetadata } from '../spec/iceberg/types.ts';
 import { RoaringBitmap64 } from '../spec/roaring.ts';
-import { applicableDeletes, engineLocalPath, type ApplicableDeletes } from './iceberg-scan.ts';
+import { applicableDeletes, type ApplicableDeletes } from '../spec/iceberg/scan.ts';
+import { engineLocalPath } from './iceberg-scan.ts';
 import type { TableContext } from './table-context.ts';
 import { tableFormats } from './table-properties.ts';
 

@@ -1,3 +1,4 @@
+import { relativeTo } from '../../core/uri.ts';
 import { dataInvalid, internal, notFound, unsupported } from '../../core/errors.ts';
 import {
   type Action,
@@ -154,6 +155,19 @@ class ReplayState {
  */
 export function fileKey(path: string, dvId: string | undefined): string {
   return `${decodePath(path)}\u0000${dvId ?? ''}`;
+}
+
+/** A data file's path as Delta wants it: relative to the table root, URI-encoded. */
+export function deltaPath(location: string, fileUri: string): string {
+  const rel = relativeTo(location, fileUri);
+  if (rel === undefined) return fileUri; // outside the table root: an absolute URI
+  return rel.split('/').map(encodePathSegment).join('/');
+}
+
+function encodePathSegment(s: string): string {
+  return s.replace(/[^A-Za-z0-9\-._~=@+,]/g, (c) =>
+    Array.from(new TextEncoder().encode(c), (b) => '%' + b.toString(16).toUpperCase().padStart(2, '0')).join(''),
+  );
 }
 
 /** Percent-decoding of a log path; malformed escapes are kept as written. */
