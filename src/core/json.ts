@@ -6,6 +6,11 @@
 
 export type JsonValue = null | boolean | number | bigint | string | JsonValue[] | { [key: string]: JsonValue };
 
+/** A JSON object (not null, not an array). */
+export function isJsonObject(x: unknown): x is Record<string, any> {
+  return typeof x === 'object' && x !== null && !Array.isArray(x);
+}
+
 export function parseJson(text: string, source = 'json'): any {
   // Fast path: the engine's JSON.parse, with integers too long to be exact carried through as
   // marked strings. Strings are matched first so digits inside them are never touched.

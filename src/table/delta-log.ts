@@ -1,11 +1,11 @@
 import { dataInvalid, invalidInput, isTwinlakeError, notFound, unsupported } from '../core/errors.ts';
 import { isUri, joinUri, relativeTo } from '../core/uri.ts';
 import type { ObjectStore } from '../io/object-store.ts';
-import { type Action, type CommitInfo, type DeletionVectorDescriptor, commitPath, parseCommit, parseLogFileName, serializeCommit } from '../spec/delta/actions.ts';
+import { type Action, type DeletionVectorDescriptor, commitPath, parseCommit, parseLogFileName, serializeCommit } from '../spec/delta/actions.ts';
 import { type LastCheckpoint, checkpointSidecars, decodeCheckpoint, decodeCheckpointParquet, parseLastCheckpoint, resolveSidecars } from '../spec/delta/checkpoint.ts';
 import { deletionVectorLocation, inlineDeletionVector } from '../spec/delta/deletion-vector.ts';
 import { parsePartitionValue } from '../spec/delta/partition-values.ts';
-import { type DeltaSnapshot, type ReplayCommit, checkReadSupported, decodePath, listLogSegment, replay } from '../spec/delta/replay.ts';
+import { type DeltaSnapshot, type ReplayCommit, checkReadSupported, decodePath, findCommitInfo, listLogSegment, replay } from '../spec/delta/replay.ts';
 import { columnMappingMode, fromDeltaSchema } from '../spec/delta/schema.ts';
 import { parseStats } from '../spec/delta/stats.ts';
 import type { LiteralValue, PositionDeletes, ScanFile, ScanTask } from '../spec/scan-task.ts';
@@ -148,7 +148,7 @@ async function versionAt(store: ObjectStore, tableRoot: string, listing: LogList
   versions.sort((a, b) => a - b);
   if (versions.length === 0) throw notFound('delta log: expected commit files to find a version by time, found none');
   const timeOf = async (v: number): Promise<number> => {
-    const info = (await readCommit(store, tableRoot, v)).find((a): a is { commitInfo: CommitInfo } => 'commitInfo' in a)?.commitInfo;
+    const info = findCommitInfo(await readCommit(store, tableRoot, v));
     const ts = info?.inCommitTimestamp ?? info?.timestamp ?? listing.files.get(commitPath(v).slice('_delta_log/'.length));
     if (ts === undefined) throw dataInvalid(`delta log: commit ${v} has no timestamp`);
     return ts;
@@ -282,7 +282,7 @@ export async function deltaHistory(store: ObjectStore, tableRoot: string, limit 
   return Promise.all(
     versions.map(async (version) => {
       const actions = await readCommit(store, tableRoot, version);
-      const info = actions.find((a): a is { commitInfo: CommitInfo } => 'commitInfo' in a)?.commitInfo;
+      const info = findCommitInfo(actions);
       let addedFiles = 0;
       let removedFiles = 0;
       let addedRecords = 0;

@@ -10,7 +10,7 @@ import { serializePartitionValue } from '../spec/delta/partition-values.ts';
 import type { LiteralValue } from '../spec/scan-task.ts';
 import type { DataFile, ManifestEntry, ManifestFile, Schema, Snapshot, TableMetadata } from '../spec/iceberg/types.ts';
 import { readManifestEntries, readManifestList } from './manifest-io.ts';
-import { deltaPath } from '../spec/delta/replay.ts';
+import { deltaPath, findCommitInfo } from '../spec/delta/replay.ts';
 import { deleteFileKey } from '../spec/iceberg/manifest.ts';
 import { deltaDescriptor } from './row-deletes.ts';
 import { intProp, Props, readPhysicalNames } from './table-properties.ts';
@@ -280,7 +280,7 @@ export async function catchUpDelta(
     }
     missing.push(s);
     const parentId = s['parent-snapshot-id'];
-    s = parentId !== undefined ? findSnapshot(metadata, parentId) : undefined;
+    s = parentId !== undefined ? snapshotById(metadata, parentId) : undefined;
   }
   if (needCreation && (await io.exists(logFile(0)))) needCreation = false;
 
@@ -293,7 +293,7 @@ export async function catchUpDelta(
       return;
     }
     const existing = parseCommit(await io.readText(logFile(version)), commitPath(version));
-    const info = existing.find((a): a is { commitInfo: CommitInfo } => 'commitInfo' in a)?.commitInfo;
+    const info = findCommitInfo(existing);
     const mirrored = info?.icebergSnapshotId;
     const same = snapshotId === undefined ? mirrored === undefined : mirrored !== undefined && BigInt(mirrored as bigint) === snapshotId;
     if (!same) {
@@ -312,8 +312,4 @@ export async function catchUpDelta(
     await write(deltaVersionOf(s)!, actions, s['snapshot-id']);
   }
   return { version: target ? deltaVersionOf(target)! : 0, written };
-}
-
-function findSnapshot(metadata: TableMetadata, id: bigint): Snapshot | undefined {
-  return metadata.snapshots.find((s) => s['snapshot-id'] === id);
 }

@@ -1,4 +1,5 @@
 import { dataInvalid, invalidInput } from '../../core/errors.ts';
+import { isJsonObject } from '../../core/json.ts';
 import { parseJson, stringifyJson } from '../../core/json.ts';
 
 /**
@@ -200,11 +201,11 @@ export function parseCommit(text: string, source: string): Action[] {
  * normalizes its numbers. Returns undefined for unknown action types.
  */
 export function toAction(obj: unknown, where: string): Action | undefined {
-  if (!isRecord(obj)) throw dataInvalid(`delta log ${where}: expected a JSON object, found ${describe(obj)}`);
+  if (!isJsonObject(obj)) throw dataInvalid(`delta log ${where}: expected a JSON object, found ${describe(obj)}`);
   const kind = Object.keys(obj).find((k) => ACTION_KINDS.has(k) && obj[k] !== null && obj[k] !== undefined);
   if (kind === undefined) return undefined;
   const body = obj[kind];
-  if (!isRecord(body)) throw dataInvalid(`delta log ${where}: ${kind}: expected an object, found ${describe(body)}`);
+  if (!isJsonObject(body)) throw dataInvalid(`delta log ${where}: ${kind}: expected an object, found ${describe(body)}`);
   const v = new FieldReader(body, `${where}: ${kind}`);
   switch (kind) {
     case 'protocol':
@@ -217,7 +218,7 @@ export function toAction(obj: unknown, where: string): Action | undefined {
       v.string('id');
       v.string('schemaString');
       v.stringArray('partitionColumns');
-      if (!isRecord(body.format)) v.fail('format', 'an object');
+      if (!isJsonObject(body.format)) v.fail('format', 'an object');
       if (body.configuration === undefined || body.configuration === null) body.configuration = {};
       v.record('configuration');
       v.optLong('createdTime');
@@ -280,7 +281,7 @@ export function toAction(obj: unknown, where: string): Action | undefined {
 }
 
 function checkDv(v: FieldReader, dv: unknown): void {
-  if (!isRecord(dv)) return v.fail('deletionVector', 'an object');
+  if (!isJsonObject(dv)) return v.fail('deletionVector', 'an object');
   const r = new FieldReader(dv, `${v.where}.deletionVector`);
   r.string('storageType');
   r.string('pathOrInlineDv');
@@ -365,9 +366,6 @@ export function parseLogFileName(name: string): LogFileName | undefined {
 
 // --- field checks ---------------------------------------------------------------------------
 
-function isRecord(x: unknown): x is Record<string, any> {
-  return typeof x === 'object' && x !== null && !Array.isArray(x);
-}
 
 function describe(x: unknown): string {
   if (x === undefined) return 'nothing';
@@ -416,7 +414,7 @@ class FieldReader {
   }
 
   record(f: string): void {
-    if (!isRecord(this.body[f])) this.fail(f, 'an object');
+    if (!isJsonObject(this.body[f])) this.fail(f, 'an object');
   }
 
   stringArray(f: string): void {

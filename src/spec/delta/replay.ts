@@ -114,7 +114,8 @@ export function replay(input: ReplayInput): DeltaSnapshot {
   return snapshot;
 }
 
-function findCommitInfo(actions: Action[]): CommitInfo | undefined {
+/** The commit's `commitInfo` action, if it has one. */
+export function findCommitInfo(actions: Action[]): CommitInfo | undefined {
   for (const a of actions) if ('commitInfo' in a) return a.commitInfo;
   return undefined;
 }

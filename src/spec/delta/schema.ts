@@ -1,4 +1,5 @@
 import { dataInvalid, invalidInput, unsupported } from '../../core/errors.ts';
+import { isJsonObject } from '../../core/json.ts';
 import { parseJson } from '../../core/json.ts';
 import type { IcebergType, ListType, MapType, NestedField, Schema, StructType } from '../iceberg/types.ts';
 import type { Protocol } from './actions.ts';
@@ -198,7 +199,7 @@ class IdAssigner {
     const fields = s.fields.map((f, i): NestedField => {
       const path = parentPath === '' ? f.name : `${parentPath}.${f.name}`;
       const meta = f.metadata ?? {};
-      const nested = isRecord(meta[COLUMN_MAPPING_NESTED_IDS]) ? (meta[COLUMN_MAPPING_NESTED_IDS] as Record<string, unknown>) : {};
+      const nested = isJsonObject(meta[COLUMN_MAPPING_NESTED_IDS]) ? (meta[COLUMN_MAPPING_NESTED_IDS] as Record<string, unknown>) : {};
       const key = typeof meta[COLUMN_MAPPING_PHYSICAL_NAME] === 'string' ? (meta[COLUMN_MAPPING_PHYSICAL_NAME] as string) : f.name;
       const out: NestedField = {
         id: ids[i]!,
@@ -219,7 +220,7 @@ class IdAssigner {
 
   private type(t: DeltaType, path: string, key: string, nested: Record<string, unknown>): IcebergType {
     if (typeof t === 'string') return primitiveFromDelta(t, path);
-    if (!isRecord(t)) throw dataInvalid(`delta schema: column ${path}: expected a type, found ${short(t)}`);
+    if (!isJsonObject(t)) throw dataInvalid(`delta schema: column ${path}: expected a type, found ${short(t)}`);
     switch (t.type) {
       case 'struct':
         return this.struct(t as DeltaStructType, path);
@@ -257,13 +258,13 @@ class IdAssigner {
 }
 
 function collectIds(t: unknown, out: Set<number>): void {
-  if (!isRecord(t)) return;
+  if (!isJsonObject(t)) return;
   if (t.type === 'struct' && Array.isArray(t.fields)) {
     for (const f of t.fields) {
-      const meta = isRecord(f?.metadata) ? f.metadata : {};
+      const meta = isJsonObject(f?.metadata) ? f.metadata : {};
       const id = meta[COLUMN_MAPPING_ID];
       if (typeof id === 'number' || typeof id === 'bigint') out.add(Number(id));
-      if (isRecord(meta[COLUMN_MAPPING_NESTED_IDS])) {
+      if (isJsonObject(meta[COLUMN_MAPPING_NESTED_IDS])) {
         for (const v of Object.values(meta[COLUMN_MAPPING_NESTED_IDS] as Record<string, unknown>)) {
           if (typeof v === 'number' || typeof v === 'bigint') out.add(Number(v));
         }
@@ -355,12 +356,9 @@ export function columnMappingMode(protocol: Protocol, configuration: Record<stri
 
 // --- helpers -----------------------------------------------------------------------------------
 
-function isRecord(x: unknown): x is Record<string, any> {
-  return typeof x === 'object' && x !== null && !Array.isArray(x);
-}
 
 function isStruct(x: unknown): x is DeltaStructType {
-  return isRecord(x) && x.type === 'struct' && Array.isArray(x.fields);
+  return isJsonObject(x) && x.type === 'struct' && Array.isArray(x.fields);
 }
 
 function toInt(x: unknown, what: string): number {

@@ -19,6 +19,10 @@ import { crc32 } from '../../core/crc32.ts';
 
 export type AvroCodec = 'null' | 'deflate';
 
+/** A record field with its Iceberg field ID: optional ones are unions with null, defaulting to null. */
+export const optionalField = (name: string, id: number, type: unknown) => ({ name, type: ['null', type], default: null, 'field-id': id });
+export const requiredField = (name: string, id: number, type: unknown) => ({ name, type, 'field-id': id });
+
 export interface AvroContainer {
   /** The writer's schema, as stored in the header (with any custom attributes such as field-id). */
   schemaJson: any;

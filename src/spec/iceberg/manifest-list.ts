@@ -1,6 +1,18 @@
 import { dataInvalid, invalidInput } from '../../core/errors.ts';
 import type { LiteralValue } from '../scan-task.ts';
-import { fieldsById, namedTypes, nonNull, readAvroContainer, resolveNamed, toBytes, toNumber, writeAvroContainer, type AvroCodec } from './avro.ts';
+import {
+  type AvroCodec,
+  fieldsById,
+  namedTypes,
+  nonNull,
+  optionalField,
+  readAvroContainer,
+  requiredField,
+  resolveNamed,
+  toBytes,
+  toNumber,
+  writeAvroContainer,
+} from './avro.ts';
 import { isPrimitive, normalizePrimitive } from './schema.ts';
 import { compareUtf8, decimalParams, decimalToUnscaled, toBinary } from './single-value.ts';
 import { ManifestContent, type FieldSummary, type ManifestFile, type PartitionTuple, type PrimitiveType, type StructType } from './types.ts';
@@ -10,45 +22,43 @@ import { ManifestContent, type FieldSummary, type ManifestFile, type PartitionTu
  * v2 (default) and v3; reads any version by field ID (v1 and v2 name the file counts differently).
  */
 
-const optional = (name: string, id: number, type: unknown) => ({ name, type: ['null', type], default: null, 'field-id': id });
-const required = (name: string, id: number, type: unknown) => ({ name, type, 'field-id': id });
 
 /** The Avro schema of `manifest_file` for a format version, with every field ID. */
 export function manifestFileAvroSchema(formatVersion: 1 | 2 | 3): object {
   const v1 = formatVersion === 1;
   // v1 files named the counts added_data_files_count etc. (and made them optional).
-  const count = (v2Name: string, v1Name: string, id: number, type: string) => (v1 ? optional(v1Name, id, type) : required(v2Name, id, type));
+  const count = (v2Name: string, v1Name: string, id: number, type: string) => (v1 ? optionalField(v1Name, id, type) : requiredField(v2Name, id, type));
   return {
     type: 'record',
     name: 'manifest_file',
     fields: [
-      required('manifest_path', 500, 'string'),
-      required('manifest_length', 501, 'long'),
-      required('partition_spec_id', 502, 'int'),
-      ...(v1 ? [] : [required('content', 517, 'int'), required('sequence_number', 515, 'long'), required('min_sequence_number', 516, 'long')]),
-      required('added_snapshot_id', 503, 'long'),
+      requiredField('manifest_path', 500, 'string'),
+      requiredField('manifest_length', 501, 'long'),
+      requiredField('partition_spec_id', 502, 'int'),
+      ...(v1 ? [] : [requiredField('content', 517, 'int'), requiredField('sequence_number', 515, 'long'), requiredField('min_sequence_number', 516, 'long')]),
+      requiredField('added_snapshot_id', 503, 'long'),
       count('added_files_count', 'added_data_files_count', 504, 'int'),
       count('existing_files_count', 'existing_data_files_count', 505, 'int'),
       count('deleted_files_count', 'deleted_data_files_count', 506, 'int'),
       count('added_rows_count', 'added_rows_count', 512, 'long'),
       count('existing_rows_count', 'existing_rows_count', 513, 'long'),
       count('deleted_rows_count', 'deleted_rows_count', 514, 'long'),
-      optional('partitions', 507, {
+      optionalField('partitions', 507, {
         type: 'array',
         'element-id': 508,
         items: {
           type: 'record',
           name: 'r508',
           fields: [
-            required('contains_null', 509, 'boolean'),
-            optional('contains_nan', 518, 'boolean'),
-            optional('lower_bound', 510, 'bytes'),
-            optional('upper_bound', 511, 'bytes'),
+            requiredField('contains_null', 509, 'boolean'),
+            optionalField('contains_nan', 518, 'boolean'),
+            optionalField('lower_bound', 510, 'bytes'),
+            optionalField('upper_bound', 511, 'bytes'),
           ],
         },
       }),
-      optional('key_metadata', 519, 'bytes'),
-      ...(formatVersion >= 3 ? [optional('first_row_id', 520, 'long')] : []),
+      optionalField('key_metadata', 519, 'bytes'),
+      ...(formatVersion >= 3 ? [optionalField('first_row_id', 520, 'long')] : []),
     ],
   };
 }

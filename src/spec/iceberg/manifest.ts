@@ -1,6 +1,19 @@
 import { dataInvalid, invalidInput, unsupported } from '../../core/errors.ts';
 import { parseJson, stringifyJson } from '../../core/json.ts';
-import { fieldsById, namedTypes, nonNull, readAvroContainer, resolveNamed, toBytes, toNumber, writeAvroContainer, type AvroCodec, type AvroFieldIndex } from './avro.ts';
+import {
+  type AvroCodec,
+  type AvroFieldIndex,
+  fieldsById,
+  namedTypes,
+  nonNull,
+  optionalField,
+  readAvroContainer,
+  requiredField,
+  resolveNamed,
+  toBytes,
+  toNumber,
+  writeAvroContainer,
+} from './avro.ts';
 import { indexById, isPrimitive, normalizePrimitive, typeToString } from './schema.ts';
 import { transformResultType } from './transforms.ts';
 import { bytesToUuid, decimalParams, decimalToUnscaled, fixedLength, readTwosComplement, unscaledToDecimal, uuidToBytes } from './single-value.ts';
@@ -121,13 +134,11 @@ export function avroPrimitive(type: PrimitiveType, defined: Set<string>): unknow
   throw unsupported(`iceberg manifest: type ${t} cannot be a partition value`);
 }
 
-const optional = (name: string, id: number, type: unknown) => ({ name, type: ['null', type], default: null, 'field-id': id });
-const required = (name: string, id: number, type: unknown) => ({ name, type, 'field-id': id });
 const intMap = (name: string, id: number, keyId: number, valueId: number, valueType: string) =>
-  optional(name, id, {
+  optionalField(name, id, {
     type: 'array',
     logicalType: 'map',
-    items: { type: 'record', name: `k${keyId}_v${valueId}`, fields: [required('key', keyId, 'int'), required('value', valueId, valueType)] },
+    items: { type: 'record', name: `k${keyId}_v${valueId}`, fields: [requiredField('key', keyId, 'int'), requiredField('value', valueId, valueType)] },
   });
 
 /** The Avro schema of `manifest_entry` for a format version and partition type, with every field ID. */
@@ -138,41 +149,41 @@ export function manifestEntryAvroSchema(formatVersion: 1 | 2 | 3, partition: Str
     name: 'r102',
     fields: partition.fields.map((f) => {
       if (!isPrimitive(f.type)) throw invalidInput(`iceberg manifest: partition field ${f.name} must be primitive, found ${typeToString(f.type)}`);
-      return optional(avroCompatibleName(f.name), f.id, avroPrimitive(f.type, defined));
+      return optionalField(avroCompatibleName(f.name), f.id, avroPrimitive(f.type, defined));
     }),
   };
   const v1 = formatVersion === 1;
   const v3 = formatVersion >= 3;
   const dataFile = [
-    ...(v1 ? [] : [required('content', 134, 'int')]),
-    required('file_path', 100, 'string'),
-    required('file_format', 101, 'string'),
-    required('partition', 102, partitionRecord),
-    required('record_count', 103, 'long'),
-    required('file_size_in_bytes', 104, 'long'),
-    ...(v1 ? [required('block_size_in_bytes', 105, 'long')] : []),
+    ...(v1 ? [] : [requiredField('content', 134, 'int')]),
+    requiredField('file_path', 100, 'string'),
+    requiredField('file_format', 101, 'string'),
+    requiredField('partition', 102, partitionRecord),
+    requiredField('record_count', 103, 'long'),
+    requiredField('file_size_in_bytes', 104, 'long'),
+    ...(v1 ? [requiredField('block_size_in_bytes', 105, 'long')] : []),
     intMap('column_sizes', 108, 117, 118, 'long'),
     intMap('value_counts', 109, 119, 120, 'long'),
     intMap('null_value_counts', 110, 121, 122, 'long'),
     intMap('nan_value_counts', 137, 138, 139, 'long'),
     intMap('lower_bounds', 125, 126, 127, 'bytes'),
     intMap('upper_bounds', 128, 129, 130, 'bytes'),
-    optional('key_metadata', 131, 'bytes'),
-    optional('split_offsets', 132, { type: 'array', items: 'long', 'element-id': 133 }),
-    ...(v1 ? [] : [optional('equality_ids', 135, { type: 'array', items: 'int', 'element-id': 136 })]),
-    optional('sort_order_id', 140, 'int'),
-    ...(v3 ? [optional('first_row_id', 142, 'long')] : []),
-    ...(v1 ? [] : [optional('referenced_data_file', 143, 'string')]),
-    ...(v3 ? [optional('content_offset', 144, 'long'), optional('content_size_in_bytes', 145, 'long')] : []),
+    optionalField('key_metadata', 131, 'bytes'),
+    optionalField('split_offsets', 132, { type: 'array', items: 'long', 'element-id': 133 }),
+    ...(v1 ? [] : [optionalField('equality_ids', 135, { type: 'array', items: 'int', 'element-id': 136 })]),
+    optionalField('sort_order_id', 140, 'int'),
+    ...(v3 ? [optionalField('first_row_id', 142, 'long')] : []),
+    ...(v1 ? [] : [optionalField('referenced_data_file', 143, 'string')]),
+    ...(v3 ? [optionalField('content_offset', 144, 'long'), optionalField('content_size_in_bytes', 145, 'long')] : []),
   ];
   return {
     type: 'record',
     name: 'manifest_entry',
     fields: [
-      required('status', 0, 'int'),
-      v1 ? required('snapshot_id', 1, 'long') : optional('snapshot_id', 1, 'long'),
-      ...(v1 ? [] : [optional('sequence_number', 3, 'long'), optional('file_sequence_number', 4, 'long')]),
-      required('data_file', 2, { type: 'record', name: 'r2', fields: dataFile }),
+      requiredField('status', 0, 'int'),
+      v1 ? requiredField('snapshot_id', 1, 'long') : optionalField('snapshot_id', 1, 'long'),
+      ...(v1 ? [] : [optionalField('sequence_number', 3, 'long'), optionalField('file_sequence_number', 4, 'long')]),
+      requiredField('data_file', 2, { type: 'record', name: 'r2', fields: dataFile }),
     ],
   };
 }

@@ -1,4 +1,5 @@
 import { dataInvalid, notFound, TwinlakeError, unsupported } from '../../core/errors.ts';
+import { PARTITION_DATA_ID_START } from './partition-spec-parser.ts';
 import { parseJson, stringifyJson } from '../../core/json.ts';
 import { maxFieldId } from './schema.ts';
 import type {
@@ -23,7 +24,6 @@ import type {
 export const SUPPORTED_FORMAT_VERSIONS = [1, 2, 3] as const;
 
 /** spec §Partition Evolution: v1 writers numbered partition fields from 1000. */
-const PARTITION_DATA_ID_START = 1000;
 
 export function parseTableMetadata(text: string, source = 'metadata.json'): TableMetadata {
   let raw: any;
