@@ -2,7 +2,15 @@ import { dataInvalid, invalidInput, isTwinlakeError, notFound, unsupported } fro
 import { isUri, joinUri, relativeTo } from '../core/uri.ts';
 import type { ObjectStore } from '../io/object-store.ts';
 import { type Action, type DeletionVectorDescriptor, commitPath, parseCommit, parseLogFileName, serializeCommit } from '../spec/delta/actions.ts';
-import { type LastCheckpoint, checkpointSidecars, decodeCheckpoint, decodeCheckpointParquet, parseLastCheckpoint, resolveSidecars } from '../spec/delta/checkpoint.ts';
+import {
+  type LastCheckpoint,
+  CHECKPOINT_VALUE_PARSERS,
+  checkpointRowsToActions,
+  checkpointSidecars,
+  parseLastCheckpoint,
+  resolveSidecars,
+} from '../spec/delta/checkpoint.ts';
+import { readParquetRows } from '../engine/parquet-rows.ts';
 import { deletionVectorLocation, inlineDeletionVector } from '../spec/delta/deletion-vector.ts';
 import { parsePartitionValue } from '../spec/delta/partition-values.ts';
 import { type DeltaSnapshot, type ReplayCommit, checkReadSupported, decodePath, findCommitInfo, listLogSegment, replay } from '../spec/delta/replay.ts';
@@ -67,6 +75,24 @@ async function readCommit(store: ObjectStore, tableRoot: string, version: number
  * `timestampMs`. Uses `_last_checkpoint` as a hint, the newest complete checkpoint at or before the
  * version, and the commits after it.
  */
+
+/** The actions of a Parquet checkpoint file (see `checkpointRowsToActions`). */
+export async function decodeCheckpointParquet(bytes: Uint8Array, source = 'checkpoint'): Promise<Action[]> {
+  let rows: Record<string, unknown>[];
+  try {
+    rows = await readParquetRows(bytes, CHECKPOINT_VALUE_PARSERS);
+  } catch (e) {
+    throw dataInvalid(`delta checkpoint ${source}: expected a Parquet file, found unreadable bytes (${(e as Error).message})`);
+  }
+  return checkpointRowsToActions(rows, source);
+}
+
+/** A checkpoint file by name: V2 checkpoints may be NDJSON, everything else is Parquet. */
+export async function decodeCheckpoint(name: string, bytes: Uint8Array): Promise<Action[]> {
+  if (name.endsWith('.json')) return parseCommit(new TextDecoder().decode(bytes), name);
+  return decodeCheckpointParquet(bytes, name);
+}
+
 export async function readDeltaSnapshot(
   store: ObjectStore,
   tableRoot: string,

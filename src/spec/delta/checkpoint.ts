@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { dataInvalid } from '../../core/errors.ts';
 import { parseJson, stringifyJson } from '../../core/json.ts';
-import { type Action, type AddFile, type Sidecar, parseCommit, toAction } from './actions.ts';
+import { type Action, type AddFile, type Sidecar, toAction } from './actions.ts';
 import { formatDate } from './partition-values.ts';
 import type { DeltaSnapshot } from './replay.ts';
 import { floorDiv } from '../iceberg/single-value.ts';
@@ -134,31 +134,23 @@ const MAP_FIELDS = new Set(['partitionValues', 'tags', 'options', 'configuration
 const ROW_COLUMNS = ['protocol', 'metaData', 'txn', 'add', 'remove', 'domainMetadata', 'checkpointMetadata', 'sidecar'];
 
 /**
- * The actions of a Parquet checkpoint file: a classic or multi-part checkpoint part, a V2
+ * How a checkpoint's Parquet values are spelled as actions: only `stats_parsed` /
+ * `partitionValues_parsed` hold dates and timestamps, and they take the JSON stats spelling
+ * (timestamps truncated to milliseconds, PROTOCOL.md §Per-file Statistics).
+ */
+export const CHECKPOINT_VALUE_PARSERS = {
+  dateFromDays: (days: number) => formatDate(days),
+  timestampFromMilliseconds: (ms: bigint) => isoMillis(BigInt(ms)),
+  timestampFromMicroseconds: (us: bigint) => isoMillis(floorDiv(BigInt(us), 1000n)),
+  timestampFromNanoseconds: (ns: bigint) => isoMillis(floorDiv(BigInt(ns), 1_000_000n)),
+};
+
+/**
+ * The actions of a Parquet checkpoint file's rows: a classic or multi-part checkpoint part, a V2
  * top-level checkpoint (whose `sidecar` actions the caller resolves), or a sidecar file. When a
  * writer kept only `stats_parsed`, it is turned back into the JSON `stats` string.
  */
-export async function decodeCheckpointParquet(bytes: Uint8Array, source = 'checkpoint'): Promise<Action[]> {
-  const file = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? (bytes.buffer as ArrayBuffer) : bytes.slice().buffer;
-  let rows: Record<string, unknown>[];
-  try {
-    // Loaded on first use: most commands never read a checkpoint, and start-up time counts.
-    const [{ parquetReadObjects }, { compressors }] = await Promise.all([import('hyparquet'), import('hyparquet-compressors')]);
-    rows = await parquetReadObjects({
-      file,
-      compressors,
-      // Only stats_parsed / partitionValues_parsed hold dates and timestamps; give them the JSON
-      // stats spelling (timestamps truncated to milliseconds, PROTOCOL.md §Per-file Statistics).
-      parsers: {
-        dateFromDays: (days: number) => formatDate(days),
-        timestampFromMilliseconds: (ms: bigint) => isoMillis(BigInt(ms)),
-        timestampFromMicroseconds: (us: bigint) => isoMillis(floorDiv(BigInt(us), 1000n)),
-        timestampFromNanoseconds: (ns: bigint) => isoMillis(floorDiv(BigInt(ns), 1_000_000n)),
-      },
-    });
-  } catch (e) {
-    throw dataInvalid(`delta checkpoint ${source}: expected a Parquet file, found unreadable bytes (${(e as Error).message})`);
-  }
+export function checkpointRowsToActions(rows: Record<string, unknown>[], source = 'checkpoint'): Action[] {
   const actions: Action[] = [];
   rows.forEach((r, i) => {
     for (const col of ROW_COLUMNS) {
@@ -172,12 +164,6 @@ export async function decodeCheckpointParquet(bytes: Uint8Array, source = 'check
     }
   });
   return actions;
-}
-
-/** A checkpoint file by name: V2 checkpoints may be NDJSON, everything else is Parquet. */
-export async function decodeCheckpoint(name: string, bytes: Uint8Array): Promise<Action[]> {
-  if (name.endsWith('.json')) return parseCommit(new TextDecoder().decode(bytes), name);
-  return decodeCheckpointParquet(bytes, name);
 }
 
 /** The sidecar files a V2 checkpoint references, in order. */

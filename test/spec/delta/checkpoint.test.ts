@@ -11,13 +11,12 @@ import {
   buildLastCheckpoint,
   checkpointActions,
   checkpointSidecars,
-  decodeCheckpoint,
-  decodeCheckpointParquet,
   lastCheckpointChecksum,
   parseLastCheckpoint,
   resolveSidecars,
 } from '../../../src/spec/delta/checkpoint.ts';
 import { replay } from '../../../src/spec/delta/replay.ts';
+import { decodeCheckpoint, decodeCheckpointParquet } from '../../../src/table/delta-log.ts';
 
 
 describe('_last_checkpoint', () => {
