@@ -1,4 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
+import { rng } from './expressions/random-filters.ts';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { isTwinlakeError } from '../../src/core/errors.ts';
@@ -6,18 +7,6 @@ import { RoaringBitmap64 } from '../../src/spec/roaring.ts';
 import { testdata } from '../helpers.ts';
 
 const TWO_32 = 2 ** 32;
-
-/** A seeded generator, so failures reproduce. */
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / TWO_32;
-  };
-}
 
 function roundTrip(positions: number[]): { back: RoaringBitmap64; bytes: Uint8Array } {
   const bytes = RoaringBitmap64.of(positions).serialize();
