@@ -448,7 +448,7 @@ async function stageBatch(ctx: TableContext, t: Scratch, batch: EncodedFiles, sc
     '__tl_bf DESC',
     'file_row_number DESC',
   ].join(', ');
-  const del = opts.deleteWhen ? `((${bindFilter(opts.deleteWhen, schema)!.sql}) IS TRUE)` : 'FALSE';
+  const del = opts.deleteWhen !== undefined ? `((${bindFilter(opts.deleteWhen, schema)!.sql}) IS TRUE)` : 'FALSE';
   if (opts.orderBy && !schema.fields.some((f) => f.name === opts.orderBy)) throw invalidInput(`merge: --order-by column ${opts.orderBy} is not in the table`);
   await session.run(
     `CREATE OR REPLACE TEMP TABLE ${t.batch} AS SELECT * EXCLUDE (__tl_rn, __tl_bf, file_row_number), ${del} AS __tl_delete FROM (` +

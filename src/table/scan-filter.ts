@@ -20,7 +20,7 @@ export interface Filter {
 }
 
 export function bindFilter(where: string | undefined, schema: StructType): Filter | undefined {
-  if (where === undefined || where.trim() === '') return undefined;
+  if (where === undefined) return undefined;
   const bound = rewriteNot(bind(parseFilter(where), schema));
   const names = new Map<number, string>(schema.fields.map((f) => [f.id, quoteIdent(f.name)]));
   // Nested fields are addressed through their parents: a.b → "a"."b".

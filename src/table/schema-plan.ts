@@ -59,7 +59,7 @@ export function planSchema(ctx: TableContext, metadata: TableMetadata | undefine
     };
     for (const op of ['merge', 'delete'] as const) rowChangeStrategy({ properties, 'format-version': formatVersion } as TableMetadata, op);
     checkLineageNames(schema, formatVersion);
-    const spec = opts.partition ? parsePartitionSpec(opts.partition, schema, { specId: 0, lastPartitionId: 999 }) : { 'spec-id': 0, fields: [] };
+    const spec = opts.partition !== undefined ? parsePartitionSpec(opts.partition, schema, { specId: 0, lastPartitionId: 999 }) : { 'spec-id': 0, fields: [] };
     if (formats.includes('delta')) checkDeltaPartitioning(spec, schema);
     const newTable = newTableMetadata({
       location: ctx.location,

@@ -143,6 +143,9 @@ function describeToken(tok: Token): string {
 
 /** Parses filter text into an `Expr`. Errors are `invalid-input` naming what was expected and where. */
 export function parseFilter(text: string): Expr {
+  // An empty filter is a mistake (an unset shell variable, a lost quote), not "every row": a
+  // delete that read it as TRUE would empty the table.
+  if (text.trim() === '') throw invalidInput('filter: the filter is empty; expected a condition such as "id = 1"');
   const tokens = tokenize(text);
   let k = 0;
   const peek = (ahead = 0) => tokens[Math.min(k + ahead, tokens.length - 1)];

@@ -346,8 +346,12 @@ export interface ParsePartitionSpecOptions {
   lastPartitionId?: number;
 }
 
-/** Parses the partition syntax against `schema`; an empty or blank text is the unpartitioned spec. */
+/**
+ * Parses the partition syntax against `schema`. An empty or blank text is refused rather than read
+ * as "unpartitioned": given to an existing table it would silently drop its partitioning.
+ */
 export function parsePartitionSpec(text: string, schema: Schema, options: ParsePartitionSpecOptions = {}): PartitionSpec {
+  if (text.trim() === '') fail('the partition spec is empty; expected fields such as "day(ts), region"', 0, text);
   const terms = new Parser(tokenize(text), text).terms();
   const candidates: Candidate[] = terms.map((t) => {
     const { field, path } = resolveColumn(schema, t.column, text);

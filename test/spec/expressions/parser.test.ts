@@ -89,8 +89,6 @@ describe('parseFilter', () => {
 
   it('reports each error with what was expected and the column', () => {
     const cases: [string, string][] = [
-      ['', 'filter: expected a condition at column 1, found end of input'],
-      ['   ', 'filter: expected a condition at column 4, found end of input'],
       ['region =', "filter: expected a value after '=' at column 9, found end of input"],
       ["ts >= '2024' AND", "filter: expected a condition after 'AND' at column 17, found end of input"],
       ['(a = 1', "filter: expected ')' at column 7 to close '(' at column 1, found end of input"],
@@ -117,6 +115,8 @@ describe('parseFilter', () => {
       ['AND = 1', "filter: expected a column name at column 1, found 'AND'"],
       ['5 x', "filter: expected a comparison operator after '5' at column 3, found 'x'"],
       ['x = y', "filter: expected a value after '=' at column 5, found 'y'"],
+      ['', 'filter: the filter is empty; expected a condition such as "id = 1"'],
+      [' \t ', 'filter: the filter is empty; expected a condition such as "id = 1"'],
     ];
     for (const [text, message] of cases) expect(errorOf(text), text).toEqual({ message, kind: 'invalid-input' });
   });

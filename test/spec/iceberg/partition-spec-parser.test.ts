@@ -112,9 +112,8 @@ describe('parsePartitionSpec: happy paths', () => {
     ]);
   });
 
-  it('reads an empty text as the unpartitioned spec and honours spec ID and last partition ID', () => {
-    expect(parse('')).toEqual({ 'spec-id': 0, fields: [] });
-    expect(parse('   ')).toEqual({ 'spec-id': 0, fields: [] });
+  it('refuses an empty text (it would drop a table\'s partitioning) and honours spec ID and last partition ID', () => {
+    for (const text of ['', '   ']) expect(error(() => parse(text)).message).toBe('partition spec: the partition spec is empty; expected fields such as "day(ts), region"');
     expect(parsePartitionSpec('region', schema, { specId: 3, lastPartitionId: 1007 })).toEqual({
       'spec-id': 3,
       fields: [{ 'source-id': 3, 'field-id': 1008, name: 'region', transform: 'identity' }],
@@ -309,10 +308,10 @@ describe('evolvePartitionSpec (spec §Partition Evolution)', () => {
 
   it('goes to and from the unpartitioned spec', () => {
     const unpartitioned = { specs: [{ 'spec-id': 0, fields: [] }], lastPartitionId: 999, defaultSpecId: 0 };
-    expect(evolvePartitionSpec(unpartitioned, parse('')).changed).toBe(false);
+    expect(evolvePartitionSpec(unpartitioned, []).changed).toBe(false);
     const r = evolvePartitionSpec(unpartitioned, parse('region'));
     expect(r.spec).toEqual({ 'spec-id': 1, fields: [{ 'source-id': 3, 'field-id': 1000, name: 'region', transform: 'identity' }] });
-    const back = evolvePartitionSpec({ specs: [unpartitioned.specs[0]!, r.spec], lastPartitionId: 1000, defaultSpecId: 1 }, parse(''));
+    const back = evolvePartitionSpec({ specs: [unpartitioned.specs[0]!, r.spec], lastPartitionId: 1000, defaultSpecId: 1 }, []);
     expect(back).toEqual({ spec: { 'spec-id': 0, fields: [] }, isNew: false, changed: true, lastPartitionId: 1000 });
   });
 
