@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { Command } from 'commander';
-import { invalidInput } from '../core/errors.ts';
+import { invalidInput, notFound } from '../core/errors.ts';
 import { parseJson, stringifyJson } from '../core/json.ts';
 import { Lakehouse } from '../table/lakehouse.ts';
 import { parseInputFormat, type WriteInput } from '../table/input.ts';
@@ -15,23 +15,27 @@ import type { StructType } from '../spec/iceberg/types.ts';
 import { formatTable, printDescription, printHistory } from './format.ts';
 import { runQuickstart } from './quickstart.ts';
 import { withProgress } from './progress.ts';
+import { repeatable } from './options.ts';
+import { configPath, parseConfig, resolveSettings, type SettingOptions, type Settings } from './settings.ts';
 
-interface GlobalOptions {
-  warehouse?: string;
-  config?: string;
+/**
+ * The settings of this run (settings.ts has the precedence). Commander's `optsWithGlobals` lets
+ * an option before the command win over the same option after it; here the command's own wins.
+ */
+async function settingsOf(cmd: Command): Promise<Settings> {
+  const options: SettingOptions[] = [];
+  for (let c: Command | null = cmd; c; c = c.parent) options.push(c.opts<SettingOptions>());
+  const file = configPath(options);
+  const config = file === undefined ? {} : parseConfig(await readFile(file, 'utf8').catch((e: NodeJS.ErrnoException) => {
+    const why = `config: cannot read ${file} (${e.message})`;
+    throw e.code === 'ENOENT' ? notFound(why) : invalidInput(why);
+  }), file);
+  return resolveSettings(options, process.env, config);
 }
 
 async function openLakehouse(cmd: Command): Promise<Lakehouse> {
-  const opts = cmd.optsWithGlobals<GlobalOptions>();
-  let warehouse = opts.warehouse;
-  if (opts.config) {
-    const text = await readFile(opts.config, 'utf8').catch((e) => {
-      throw invalidInput(`config: cannot read ${opts.config} (${(e as Error).message})`);
-    });
-    const config = parseJson(text, opts.config) as { warehouse?: string };
-    warehouse ??= config.warehouse;
-  }
-  return Lakehouse.open({ warehouse: warehouse ?? process.env.TWINLAKE_WAREHOUSE ?? './warehouse' });
+  const { warehouse, engine } = await settingsOf(cmd);
+  return Lakehouse.open({ warehouse, engine });
 }
 
 async function using<T>(cmd: Command, fn: (lake: Lakehouse) => Promise<T>): Promise<T> {
@@ -67,10 +71,6 @@ async function isPathArgument(arg: string): Promise<boolean> {
   return (await stat(arg).catch(() => undefined))?.isDirectory() ?? false;
 }
 
-function collect(value: string, previous: string[]): string[] {
-  return [...previous, value];
-}
-
 function parseProperties(list: string[]): Record<string, string> | undefined {
   if (list.length === 0) return undefined;
   const out: Record<string, string> = {};
@@ -87,15 +87,21 @@ function globalOptions(cmd: Command): Command {
 }
 
 export function registerCommands(program: Command): void {
-  const command = (name: string) => globalOptions(program.command(name));
-  command('quickstart')
+  /** A command with the global options and its examples at the end of its `--help`. */
+  const command = (name: string, ...examples: string[]) =>
+    globalOptions(program.command(name)).addHelpText('after', `\nExample${examples.length > 1 ? 's' : ''}:\n${examples.map((e) => `  ${e}`).join('\n')}`);
+  command('quickstart', 'twinlake quickstart --rows 10000')
     .description('write a realistic sample (100k events) into analytics.events and read it back through both formats')
     .option('--rows <n>', 'number of events', '100000')
     .action(async (o: { rows: string }, cmd: Command) => {
       await using(cmd, (lake) => runQuickstart(lake, Number(o.rows), out));
     });
 
-  command('write')
+  command(
+    'write',
+    'twinlake write sales.orders --input orders.ndjson',
+    'twinlake write sales.orders --input changes.ndjson --mode merge --key id --delete-when "op = \'D\'"',
+  )
     .description('write records into a table (created on first write) as Iceberg and Delta')
     .argument('<table>', 'namespace.table')
     .requiredOption('--input <file>', "input file, or '-' for standard input")
@@ -107,7 +113,7 @@ export function registerCommands(program: Command): void {
     .option('--strategy <strategy>', 'merge: copy-on-write | merge-on-read (default: the table property write.merge.mode)')
     .option('--schema <file>', 'declared schema (Iceberg JSON struct) instead of inference')
     .option('--formats <list>', 'for a new table: iceberg,delta (default both), iceberg or delta')
-    .option('--property <key=value>', 'for a new table: a table property (repeatable)', collect, [])
+    .option('--property <key=value>', 'for a new table: a table property (repeatable)', repeatable, [])
     .option('--partition <spec>', 'partition spec, e.g. "day(ts), bucket(16, user_id)"; on an existing table a new spec evolves it')
     .option('--json', 'print the result as JSON')
     .action(async (table: string, o: { input: string; inputFormat?: string; mode: string; schema?: string; formats?: string; property: string[]; partition?: string; key?: string; orderBy?: string; deleteWhen?: string; strategy?: string; json?: boolean }, cmd: Command) => {
@@ -148,7 +154,7 @@ export function registerCommands(program: Command): void {
       });
     });
 
-  command('read')
+  command('read', "twinlake read sales.orders --where \"region = 'us'\" --limit 10 --output csv")
     .description('read a table by name or by path (any writer), current or at a past version')
     .argument('<table>', 'namespace.table, or a table directory')
     .option('--format <format>', 'iceberg | delta (default: iceberg when present)')
@@ -192,13 +198,13 @@ export function registerCommands(program: Command): void {
       });
     });
 
-  command('create')
+  command('create', 'twinlake create sales.orders --schema orders-schema.json --partition "day(ts), region"')
     .description('create an empty table from a schema (Iceberg JSON struct), optionally partitioned')
     .argument('<table>', 'namespace.table')
     .requiredOption('--schema <file>', 'the schema, an Iceberg struct in JSON')
     .option('--partition <spec>', 'partition spec, e.g. "day(ts), bucket(16, user_id)"')
     .option('--formats <list>', 'iceberg,delta (default both), iceberg or delta')
-    .option('--property <key=value>', 'a table property (repeatable)', collect, [])
+    .option('--property <key=value>', 'a table property (repeatable)', repeatable, [])
     .action(async (table: string, o: { schema: string; partition?: string; formats?: string; property: string[] }, cmd: Command) => {
       const schema = parseJson(await readFile(o.schema, 'utf8'), o.schema) as StructType;
       await using(cmd, async (lake) => {
@@ -208,7 +214,7 @@ export function registerCommands(program: Command): void {
       });
     });
 
-  command('delete')
+  command('delete', "twinlake delete sales.orders --where \"region = 'eu' AND ts < '2020-01-01'\"")
     .description('delete the rows matching a filter (files without a matching row are left alone)')
     .argument('<table>', 'namespace.table')
     .requiredOption('--where <filter>', "e.g. \"region = 'us' AND ts < '2020-01-01'\"")
@@ -223,7 +229,7 @@ export function registerCommands(program: Command): void {
       });
     });
 
-  command('sync')
+  command('sync', 'twinlake sync sales.orders')
     .description('write the Delta versions missing after a failed Delta commit (writes do this too)')
     .argument('<table>', 'namespace.table')
     .action(async (table: string, _o: unknown, cmd: Command) => {
@@ -233,7 +239,7 @@ export function registerCommands(program: Command): void {
       });
     });
 
-  command('history')
+  command('history', 'twinlake history sales.orders --json')
     .description('snapshots of a table with their Delta versions, newest first')
     .argument('<table>', 'namespace.table')
     .option('--json', 'print as JSON')
@@ -245,7 +251,7 @@ export function registerCommands(program: Command): void {
       });
     });
 
-  command('tables')
+  command('tables', 'twinlake tables')
     .description('list the tables in the catalog')
     .option('--json', 'print as JSON')
     .action(async (o: { json?: boolean }, cmd: Command) => {
@@ -256,7 +262,7 @@ export function registerCommands(program: Command): void {
       });
     });
 
-  command('describe')
+  command('describe', 'twinlake describe sales.orders')
     .description('location, formats, schema with field IDs, properties, snapshot and version, files and bytes')
     .argument('<table>', 'namespace.table')
     .option('--json', 'print as JSON')

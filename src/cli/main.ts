@@ -1,11 +1,9 @@
-import { Command, Option } from 'commander';
-import { errorMessage } from '../core/errors.ts';
-import { TWINLAKE_VERSION } from '../table/version.ts';
-import { registerCommands } from './commands.ts';
+import { exitCodeOf, failureMessage } from './exit-codes.ts';
+import { createProgram } from './program.ts';
 
 /**
  * The `twinlake` command. Thin: parse arguments, call the library, format the result. Exit 0 on
- * success; on failure one line on stderr and a non-zero exit.
+ * success; on failure one line on stderr and the exit code of its kind (exit-codes.ts).
  */
 // `twinlake read ... | head` closes the pipe early: that is the reader's choice, not a failure.
 process.stdout.on('error', (e: NodeJS.ErrnoException) => {
@@ -13,28 +11,11 @@ process.stdout.on('error', (e: NodeJS.ErrnoException) => {
   throw e;
 });
 
-const program = new Command();
-program
-  .name('twinlake')
-  .description('Write Parquet once; commit it as an Apache Iceberg table and a Delta Lake table together.')
-  .version(TWINLAKE_VERSION)
-  .addOption(new Option('--warehouse <dir>', 'warehouse directory (local warehouse + embedded catalog)'))
-  .addOption(new Option('--config <file>', 'JSON config file: {"warehouse": "..."}'))
-  // Program options go before the command, so `read --version N` means a Delta version; each
-  // command also accepts --warehouse and --config after its name.
-  .enablePositionalOptions()
-  .showHelpAfterError(false)
-  .configureOutput({ outputError: () => {} })
-  .exitOverride();
-
-registerCommands(program);
-
 try {
-  await program.parseAsync(process.argv);
+  await createProgram().parseAsync(process.argv);
 } catch (e) {
-  const err = e as { code?: string; exitCode?: number };
-  if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') process.exit(0);
-  const message = errorMessage(e).replace(/^error: /, '').split('\n')[0];
-  process.stderr.write(`twinlake: ${message}\n`);
-  process.exit(typeof err.exitCode === 'number' && err.exitCode !== 0 ? err.exitCode : 1);
+  const code = exitCodeOf(e);
+  if (code === 0) process.exit(0); // --help, --version
+  process.stderr.write(`twinlake: ${failureMessage(e)}\n`);
+  process.exit(code);
 }

@@ -29,6 +29,8 @@ export interface LakehouseOptions {
    * chosen calls, to prove that a failure at any step loses nothing.
    */
   io?: FileIO;
+  /** Engine (DuckDB) settings: memory limit ("512MB"), threads, spill folder. */
+  engine?: { memoryLimit?: string; threads?: number; tempDir?: string };
 }
 
 /** A FileIO for local `file:` URIs and absolute paths. */

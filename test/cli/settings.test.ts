@@ -1,0 +1,76 @@
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parseConfig, resolveSettings } from '../../src/cli/settings.ts';
+import { nearest } from '../../src/cli/suggest.ts';
+import { thrown } from '../helpers.ts';
+
+describe('config file', () => {
+  const file = '/etc/lake/twinlake.json';
+
+  it('reads the known keys, with relative paths against the file\'s folder', () => {
+    const c = parseConfig(JSON.stringify({ warehouse: 'wh', memoryLimit: '512MB', threads: 4, tempDir: '../spill' }), file);
+    expect(c).toEqual({ warehouse: '/etc/lake/wh', memoryLimit: '512MB', threads: 4, tempDir: '/etc/spill' });
+    expect(parseConfig('{"warehouse": "/abs/wh"}', file)).toEqual({ warehouse: '/abs/wh' });
+    expect(parseConfig('{"warehouse": "file:///abs/wh"}', file)).toEqual({ warehouse: 'file:///abs/wh' });
+    // A relative config path is found from the current folder, its contents from the file's.
+    expect(parseConfig('{"warehouse": "wh"}', 'conf/t.json').warehouse).toBe(join(process.cwd(), 'conf', 'wh'));
+  });
+
+  it('refuses unknown keys, suggesting the nearest one', () => {
+    const cases: [string, string][] = [
+      ['{"warehose": "x"}', 'config /etc/lake/twinlake.json: unknown key "warehose" (did you mean "warehouse"?); the keys are warehouse, memoryLimit, threads, tempDir'],
+      ['{"memory_limit": "1GB"}', 'config /etc/lake/twinlake.json: unknown key "memory_limit" (did you mean "memoryLimit"?); the keys are warehouse, memoryLimit, threads, tempDir'],
+      ['{"catalog": "x"}', 'config /etc/lake/twinlake.json: unknown key "catalog"; the keys are warehouse, memoryLimit, threads, tempDir'],
+    ];
+    for (const [text, message] of cases) {
+      const e = thrown(() => parseConfig(text, file));
+      expect([e.kind, e.message]).toEqual(['invalid-input', message]);
+    }
+  });
+
+  it('refuses values of the wrong type, naming the key', () => {
+    const cases: [string, string][] = [
+      ['{"warehouse": 5}', '"warehouse" must be a folder path (string), found 5'],
+      ['{"warehouse": ""}', '"warehouse" must be a folder path (string), found ""'],
+      ['{"tempDir": ["a"]}', '"tempDir" must be a folder path (string), found ["a"]'],
+      ['{"threads": 0}', '"threads" must be a positive whole number, found 0'],
+      ['{"threads": 2.5}', '"threads" must be a positive whole number, found 2.5'],
+      ['{"threads": "4"}', '"threads" must be a positive whole number, found "4"'],
+      ['{"memoryLimit": 512}', '"memoryLimit" must be a size such as "512MB" or "2GiB" (string), found 512'],
+      ['{"memoryLimit": "lots"}', '"memoryLimit" must be a size such as "512MB" or "2GiB" (string), found "lots"'],
+    ];
+    for (const [text, message] of cases) expect(thrown(() => parseConfig(text, file)).message).toBe(`config ${file}: ${message}`);
+    expect(thrown(() => parseConfig('[]', file)).message).toBe(`config ${file}: expected a JSON object such as {"warehouse": "./warehouse"}, found an array`);
+    expect(thrown(() => parseConfig('{"warehouse": ', file)).message).toMatch(/^config \/etc\/lake\/twinlake\.json/);
+  });
+});
+
+describe('settings precedence: option after the command > before it > environment > config file > default', () => {
+  const config = { warehouse: '/from/config', memoryLimit: '1GB', threads: 8, tempDir: '/config/tmp' };
+  const env = { TWINLAKE_WAREHOUSE: '/from/env', TWINLAKE_MEMORY_LIMIT: '2GB', TWINLAKE_THREADS: '3', TWINLAKE_TEMP_DIR: '/env/tmp' };
+
+  it('takes each setting from the highest source that has it', () => {
+    expect(resolveSettings([{}, {}], {}, {})).toEqual({ warehouse: './warehouse', engine: {} });
+    expect(resolveSettings([{}, {}], {}, config)).toEqual({ warehouse: '/from/config', engine: { memoryLimit: '1GB', threads: 8, tempDir: '/config/tmp' } });
+    expect(resolveSettings([{}, {}], env, config)).toEqual({ warehouse: '/from/env', engine: { memoryLimit: '2GB', threads: 3, tempDir: '/env/tmp' } });
+    expect(resolveSettings([{}, { warehouse: 'before', threads: '2' }], env, config, '/cwd')).toEqual({ warehouse: 'before', engine: { memoryLimit: '2GB', threads: 2, tempDir: '/env/tmp' } });
+    expect(resolveSettings([{ warehouse: 'after', tempDir: 'tmp' }, { warehouse: 'before' }], env, config, '/cwd')).toEqual({ warehouse: 'after', engine: { memoryLimit: '2GB', threads: 3, tempDir: '/cwd/tmp' } });
+    // An empty environment variable is unset, as in most tools.
+    expect(resolveSettings([{}], { TWINLAKE_WAREHOUSE: '' }, config).warehouse).toBe('/from/config');
+  });
+
+  it('checks values from the command line and the environment, naming where they came from', () => {
+    expect(thrown(() => resolveSettings([{ threads: 'many' }], {}, {})).message).toBe('--threads must be a positive whole number, found "many"');
+    expect(thrown(() => resolveSettings([{}], { TWINLAKE_THREADS: '0' }, {})).message).toBe('environment: TWINLAKE_THREADS must be a positive whole number, found "0"');
+    expect(thrown(() => resolveSettings([{}], { TWINLAKE_MEMORY_LIMIT: '50%' }, {})).message).toBe('environment: TWINLAKE_MEMORY_LIMIT must be a size such as "512MB" or "2GiB" (string), found "50%"');
+  });
+});
+
+describe('nearest', () => {
+  it('suggests within a few edits, ignoring case and separators, and nothing when far', () => {
+    expect(nearest('wrte', ['write', 'read', 'delete'])).toBe('write');
+    expect(nearest('TEMP_DIR', ['warehouse', 'tempDir'])).toBe('tempDir');
+    expect(nearest('thraeds', ['threads', 'tempDir'])).toBe('threads');
+    expect(nearest('zzzzzz', ['warehouse', 'tempDir'])).toBeUndefined();
+  });
+});
