@@ -47,6 +47,9 @@ async function using<T>(cmd: Command, fn: (lake: Lakehouse) => Promise<T>): Prom
   }
 }
 
+/** Rows a table on a terminal shows without --limit. */
+const DEFAULT_TABLE_ROWS = 100;
+
 function out(line: string): void {
   process.stdout.write(line + '\n');
 }
@@ -134,7 +137,7 @@ export function registerCommands(program: Command): void {
       const size = o.input === '-' ? undefined : (await stat(o.input).catch(() => undefined))?.size;
       await using(cmd, async (lake) => {
         const common = { schema, formats: o.formats ? parseFormats(o.formats) : undefined, properties: parseProperties(o.property), partition: o.partition };
-        const result = await withProgress(`writing ${label}`, size, () =>
+        const result = await withProgress(`writing ${label}`, size, lake, () =>
           o.mode === 'merge'
             ? lake.table(table).merge(input, { ...common, keys: o.key!.split(',').map((k) => k.trim()).filter(Boolean), orderBy: o.orderBy, deleteWhen: o.deleteWhen, strategy: o.strategy as RowChangeStrategy | undefined })
             : lake.table(table).write(input, { ...common, mode: o.mode as 'append' | 'overwrite' }),
@@ -162,7 +165,7 @@ export function registerCommands(program: Command): void {
     .option('--version <n>', 'delta version')
     .option('--as-of <time>', 'ISO-8601 time or epoch milliseconds')
     .option('--limit <n>', 'at most N rows')
-    .option('--output <format>', 'ndjson | csv | table (default: table on a terminal, else ndjson)')
+    .option('--output <format>', `ndjson | csv | table (default: table on a terminal, else ndjson; a table shows ${DEFAULT_TABLE_ROWS} rows unless --limit)`)
     .option('--where <filter>', "filter, e.g. \"region = 'us' AND ts >= '2024-01-01'\" (skips files that cannot match)")
     .option('--explain', 'print how many manifests and files were scanned and skipped, not the rows')
     .action(async (table: string, o: { format?: string; snapshot?: string; version?: string; asOf?: string; limit?: string; output?: string; where?: string; explain?: boolean }, cmd: Command) => {
@@ -181,8 +184,11 @@ export function registerCommands(program: Command): void {
           return;
         }
         if (output === 'table') {
-          const rows = byPath ? await lake.readPath(table, { ...opts, limit: limit ?? 100 }) : await lake.table(table).read({ ...opts, limit: limit ?? 100 });
-          out(formatTable(rows));
+          // One row past the default limit tells whether the table stopped there.
+          const max = limit ?? DEFAULT_TABLE_ROWS + 1;
+          const rows = byPath ? await lake.readPath(table, { ...opts, limit: max }) : await lake.table(table).read({ ...opts, limit: max });
+          const stopped = limit === undefined && rows.length > DEFAULT_TABLE_ROWS;
+          out(formatTable(stopped ? rows.slice(0, DEFAULT_TABLE_ROWS) : rows, { stoppedAt: stopped ? DEFAULT_TABLE_ROWS : undefined }));
           return;
         }
         const dir = await mkdtemp(join(tmpdir(), 'twinlake-read-'));

@@ -5,24 +5,96 @@ import { Props } from '../table/table-properties.ts';
 
 function cell(v: unknown): string {
   if (v === null || v === undefined) return 'NULL';
-  if (typeof v === 'string') return v;
+  if (typeof v === 'string') return escapeControls(v);
   if (typeof v === 'number' || typeof v === 'bigint' || typeof v === 'boolean') return String(v);
   if (v instanceof Uint8Array) return '0x' + Buffer.from(v).toString('hex');
-  return stringifyJson(v);
+  return escapeControls(stringifyJson(v));
 }
 
-/** Rows as an aligned text table; wide cells are cut so a row fits on a line. */
-export function formatTable(rows: Record<string, unknown>[]): string {
+/** Rows stay on one line: newlines, tabs and other control characters are shown escaped. */
+function escapeControls(s: string): string {
+  return s.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, (c) => ESCAPES[c] ?? `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+const ESCAPES: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
+
+const graphemes = new Intl.Segmenter(undefined, { granularity: 'grapheme' });
+
+/**
+ * Terminal columns of one user-perceived character: 2 for East Asian wide and full-width
+ * characters and for emoji, 0 for a lone combining or format character, else 1.
+ */
+function graphemeWidth(g: string): number {
+  if (/\p{Emoji_Presentation}|\p{Extended_Pictographic}\uFE0F|\p{Regional_Indicator}/u.test(g)) return 2;
+  const cp = g.codePointAt(0)!;
+  if (/^[\p{Mn}\p{Me}\p{Cf}]+$/u.test(g)) return 0;
+  return isWide(cp) ? 2 : 1;
+}
+
+/** The East Asian Wide (W) and Fullwidth (F) blocks of Unicode's EastAsianWidth.txt. */
+function isWide(cp: number): boolean {
+  return (
+    (cp >= 0x1100 && cp <= 0x115f) ||
+    (cp >= 0x2e80 && cp <= 0x303e) ||
+    (cp >= 0x3041 && cp <= 0x33ff) ||
+    (cp >= 0x3400 && cp <= 0x4dbf) ||
+    (cp >= 0x4e00 && cp <= 0x9fff) ||
+    (cp >= 0xa000 && cp <= 0xa4cf) ||
+    (cp >= 0xa960 && cp <= 0xa97f) ||
+    (cp >= 0xac00 && cp <= 0xd7a3) ||
+    (cp >= 0xf900 && cp <= 0xfaff) ||
+    (cp >= 0xfe10 && cp <= 0xfe19) ||
+    (cp >= 0xfe30 && cp <= 0xfe6f) ||
+    (cp >= 0xff00 && cp <= 0xff60) ||
+    (cp >= 0xffe0 && cp <= 0xffe6) ||
+    (cp >= 0x1b000 && cp <= 0x1b2ff) ||
+    (cp >= 0x1f200 && cp <= 0x1f2ff) ||
+    (cp >= 0x20000 && cp <= 0x3fffd)
+  );
+}
+
+/** Terminal columns a text takes. */
+export function displayWidth(s: string): number {
+  let w = 0;
+  for (const { segment } of graphemes.segment(s)) w += graphemeWidth(segment);
+  return w;
+}
+
+const MAX_CELL = 48;
+
+/** Cuts a cell to MAX_CELL columns, whole characters only. */
+function clip(s: string): string {
+  if (displayWidth(s) <= MAX_CELL) return s;
+  let out = '';
+  let w = 0;
+  for (const { segment } of graphemes.segment(s)) {
+    const g = graphemeWidth(segment);
+    if (w + g > MAX_CELL - 3) break;
+    out += segment;
+    w += g;
+  }
+  return out + '...';
+}
+
+const padEnd = (s: string, width: number) => s + ' '.repeat(Math.max(0, width - displayWidth(s)));
+
+export interface TableFormat {
+  /** The read stopped at this default limit and more rows exist: say so. */
+  stoppedAt?: number;
+}
+
+/** Rows as an aligned text table, one line per row; wide cells are cut so a row fits on a line. */
+export function formatTable(rows: Record<string, unknown>[], format: TableFormat = {}): string {
   if (rows.length === 0) return '(no rows)';
   const cols = Object.keys(rows[0]!);
+  const head = cols.map((c) => clip(escapeControls(c)));
   const cells = rows.map((r) => cols.map((c) => clip(cell(r[c]))));
-  const widths = cols.map((c, i) => Math.max(c.length, ...cells.map((r) => r[i]!.length)));
-  const line = (vals: string[]) => vals.map((v, i) => v.padEnd(widths[i]!)).join('  ').trimEnd();
-  return [line(cols), line(widths.map((w) => '-'.repeat(w))), ...cells.map(line), `(${rows.length} row${rows.length === 1 ? '' : 's'})`].join('\n');
-}
-
-function clip(s: string): string {
-  return s.length > 48 ? s.slice(0, 45) + '...' : s;
+  const widths = head.map((h, i) => Math.max(displayWidth(h), ...cells.map((r) => displayWidth(r[i]!))));
+  const line = (vals: string[]) => vals.map((v, i) => padEnd(v, widths[i]!)).join('  ').trimEnd();
+  const footer =
+    format.stoppedAt !== undefined
+      ? `(showing the first ${format.stoppedAt} rows; use --limit N to show more)`
+      : `(${rows.length} row${rows.length === 1 ? '' : 's'})`;
+  return [line(head), line(widths.map((w) => '-'.repeat(w))), ...cells.map(line), footer].join('\n');
 }
 
 export function printHistory(history: HistoryEntry[]): string {

@@ -85,6 +85,22 @@ export class DuckDBSession {
     });
   }
 
+  /**
+   * Lets `progress()` report. DuckDB tracks a statement's progress only while its progress bar is
+   * on; it is not printed (the CLI draws its own line on a terminal) and off unless asked for.
+   */
+  async trackProgress(): Promise<void> {
+    await this.run('SET enable_progress_bar = true');
+    await this.run('SET enable_progress_bar_print = false');
+  }
+
+  /** How far the running statement is, 0..1; undefined when none runs or DuckDB cannot tell. */
+  progress(): { fraction: number } | undefined {
+    if (this.closed) return undefined;
+    const p = this.connection.progress.percentage;
+    return p < 0 ? undefined : { fraction: Math.min(1, p / 100) };
+  }
+
   close(): void {
     if (this.closed) return;
     this.closed = true;

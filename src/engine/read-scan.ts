@@ -423,12 +423,18 @@ function exportExpr(type: IcebergType, expr: string, depth: number): string {
 
 /**
  * Writes the task's rows to a local file without holding them in memory: `json` as NDJSON, `csv`
- * with a header. Values take `readScan`'s forms, except binary (base64 text) and maps in CSV.
+ * with a header. Values take `readScan`'s forms, except binary (base64 text). In CSV a struct,
+ * list or map is its NDJSON value as JSON text in one cell: DuckDB's own CSV text for nested
+ * values (`{'name': Søren}`) is not something any reader can parse back.
  */
 export async function copyScanTo(session: DuckDBSession, task: ScanTask, options: { format: 'json' | 'csv'; path: string; limit?: number }): Promise<void> {
   if (options.format !== 'json' && options.format !== 'csv') throw invalidInput(`export: expected format json or csv, found ${String(options.format)}`);
   const inner = await scanSql(session, task, options.limit);
-  const columns = task.schema.fields.map((f) => `${exportExpr(f.type, `s.${quoteIdent(f.name)}`, 0)} AS ${quoteIdent(f.name)}`);
+  const columns = task.schema.fields.map((f) => {
+    const value = exportExpr(f.type, `s.${quoteIdent(f.name)}`, 0);
+    const cell = options.format === 'csv' && typeof f.type !== 'string' ? `CAST(to_json(${value}) AS VARCHAR)` : value;
+    return `${cell} AS ${quoteIdent(f.name)}`;
+  });
   const format = options.format === 'json' ? 'FORMAT json' : 'FORMAT csv, HEADER true';
   const target = localPathIfFile(options.path);
   await session.run(`COPY (SELECT ${columns.join(', ')} FROM (${inner}) AS s) TO ${quoteString(target)} (${format})`);

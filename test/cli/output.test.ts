@@ -1,0 +1,133 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { displayWidth, formatTable } from '../../src/cli/format.ts';
+import { formatBytes, formatDuration, formatProgress, ProgressTracker } from '../../src/cli/progress.ts';
+import { cli, ndjson, tempDir } from '../helpers.ts';
+
+describe('table output', () => {
+  it('keeps each row on one line, control characters escaped', () => {
+    const text = formatTable([{ id: 1, note: 'two\nlines\tand\r\u0007' }, { id: 2, note: { a: 'x\ny' } }]);
+    expect(text.split('\n')).toEqual([
+      'id  note',
+      `--  ${'-'.repeat(23)}`,
+      '1   two\\nlines\\tand\\r\\u0007',
+      '2   {"a":"x\\ny"}',
+      '(2 rows)',
+    ]);
+  });
+
+  it('aligns wide characters: CJK and emoji take two columns, combining marks none', () => {
+    expect(displayWidth('日本語')).toBe(6);
+    expect(displayWidth('😀')).toBe(2);
+    expect(displayWidth('👩‍👩‍👧')).toBe(2);
+    expect(displayWidth('e\u0301')).toBe(1);
+    expect(displayWidth('Søren')).toBe(5);
+    const lines = formatTable([{ name: '日本', n: 1 }, { name: '😀x', n: 2 }, { name: 'abcde', n: 3 }]).split('\n');
+    expect(lines).toEqual(['name   n', '-----  -', '日本   1', '😀x    2', 'abcde  3', '(3 rows)']);
+    // Every row's second column starts at the same terminal column.
+    for (const l of lines.slice(2, 5)) expect(displayWidth(l.slice(0, l.lastIndexOf(' ') + 1))).toBe(7);
+  });
+
+  it('cuts wide cells by terminal columns, never inside a character', () => {
+    const [, , row] = formatTable([{ s: '日'.repeat(40) }]).split('\n');
+    expect(row).toBe('日'.repeat(22) + '...');
+    expect(displayWidth(row!)).toBe(47);
+  });
+
+  it('says when it stopped at the default limit', () => {
+    expect(formatTable([{ a: 1 }], { stoppedAt: 100 }).split('\n').at(-1)).toBe('(showing the first 100 rows; use --limit N to show more)');
+  });
+});
+
+describe('progress', () => {
+  it('uses binary units with their names', () => {
+    expect([formatBytes(999), formatBytes(1024), formatBytes(1536 * 1024), formatBytes(5 * 1024 ** 3)]).toEqual(['999 B', '1.0 KiB', '1.5 MiB', '5.0 GiB']);
+    expect([formatDuration(4.2), formatDuration(185), formatDuration(3725)]).toEqual(['5s', '3m05s', '1h02m']);
+  });
+
+  it('shows bytes read of the total, percent, rate and ETA', () => {
+    const mib = 1024 * 1024;
+    expect(formatProgress('writing e.ndjson', { elapsedMs: 4100, totalBytes: 48 * mib, fraction: 0.5, passMs: 2000 })).toBe(
+      'writing e.ndjson  24.0 MiB / 48.0 MiB  50%  12.0 MiB/s  ETA 2s  4.1s',
+    );
+    // Not 100% until the write returns: the commit follows the last byte.
+    expect(formatProgress('w', { elapsedMs: 1000, totalBytes: mib, fraction: 1, passMs: 1000 })).toBe('w  1.0 MiB / 1.0 MiB  99%  1.0 MiB/s  1.0s');
+    // Standard input: no total, so a percent of the pass only.
+    expect(formatProgress('w', { elapsedMs: 3000, fraction: 0.25, passMs: 3000 })).toBe('w  25%  ETA 9s  3.0s');
+    // Before the engine reports: the input size and the time.
+    expect(formatProgress('writing e.ndjson', { elapsedMs: 300, totalBytes: 48 * mib })).toBe('writing e.ndjson (48.0 MiB) ... 0.3s');
+  });
+
+  it('starts the rate and ETA again when the engine begins a new pass over the input', () => {
+    const t = new ProgressTracker(0, 1000);
+    expect(t.sample(100, undefined)).toEqual({ elapsedMs: 100, totalBytes: 1000 });
+    expect(t.sample(1000, { fraction: 0.9 })).toEqual({ elapsedMs: 1000, totalBytes: 1000, fraction: 0.9, passMs: 1000 });
+    expect(t.sample(1500, { fraction: 0.1 })).toEqual({ elapsedMs: 1500, totalBytes: 1000, fraction: 0.1, passMs: 0 });
+    expect(t.sample(2500, { fraction: 0.5 })).toEqual({ elapsedMs: 2500, totalBytes: 1000, fraction: 0.5, passMs: 1000 });
+  });
+});
+
+describe('read output through the real command', () => {
+  const tmp = tempDir();
+  const wh = join(tmp.path, 'wh');
+  afterAll(() => tmp.cleanup());
+  beforeAll(() => {
+    const schema = join(tmp.path, 'schema.json');
+    writeFileSync(schema, JSON.stringify({ type: 'struct', fields: [
+      { id: 1, name: 'id', required: false, type: 'long' },
+      { id: 2, name: 'customer', required: false, type: { type: 'struct', fields: [
+        { id: 3, name: 'name', required: false, type: 'string' },
+        { id: 4, name: 'tags', required: false, type: { type: 'list', 'element-id': 5, element: 'string', 'element-required': false } },
+      ] } },
+      { id: 6, name: 'attrs', required: false, type: { type: 'map', 'key-id': 7, key: 'string', 'value-id': 8, value: 'string', 'value-required': false } },
+      { id: 9, name: 'note', required: false, type: 'string' },
+    ] }));
+    const rows = [
+      { id: 1, customer: { name: 'Søren, "the" one\nsecond line', tags: ['a', '日本'] }, attrs: { k: 'v', 'x,y': '1' }, note: 'a\nb' },
+      { id: 2, customer: null, attrs: null, note: null },
+      { id: 3, customer: { name: null, tags: [] }, attrs: {}, note: '' },
+    ];
+    const input = join(tmp.path, 'nested.ndjson');
+    writeFileSync(input, ndjson(rows));
+    expect(cli(['--warehouse', wh, 'write', 'o.nested', '--input', input, '--schema', schema]).code).toBe(0);
+    const many = join(tmp.path, 'many.ndjson');
+    writeFileSync(many, ndjson(Array.from({ length: 150 }, (_, i) => ({ id: i }))));
+    expect(cli(['--warehouse', wh, 'write', 'o.many', '--input', many]).code).toBe(0);
+  });
+
+  it('--output csv writes nested values as JSON text that a CSV reader and JSON.parse give back', async () => {
+    const r = cli(['--warehouse', wh, 'read', 'o.nested', '--output', 'csv']);
+    expect(r.code, r.stderr).toBe(0);
+    const csv = join(tmp.path, 'out.csv');
+    writeFileSync(csv, r.stdout);
+    const expected = cli(['--warehouse', wh, 'read', 'o.nested', '--output', 'ndjson']).stdout.trim().split('\n').map((l) => JSON.parse(l));
+    // DuckDB's CSV reader, all columns as text: the cells exactly as a CSV reader sees them.
+    const db = await DuckDBInstance.create(':memory:');
+    const conn = await db.connect();
+    const got = (await conn.runAndReadAll(`SELECT * FROM read_csv('${csv}', header = true, all_varchar = true, quote = '"', escape = '"') ORDER BY id::INT`)).getRowObjectsJS();
+    conn.closeSync();
+    expect(got).toHaveLength(3);
+    const byId = new Map(expected.map((e) => [e.id, e]));
+    for (const row of got) {
+      const want = byId.get(Number(row.id));
+      for (const col of ['customer', 'attrs']) expect(row[col] === null ? null : JSON.parse(row[col] as string), `${row.id} ${col}`).toEqual(want[col]);
+    }
+    expect(JSON.parse(got[0]!.customer as string).name).toBe('Søren, "the" one\nsecond line');
+    expect(JSON.parse(got[0]!.attrs as string)).toEqual([{ key: 'k', value: 'v' }, { key: 'x,y', value: '1' }]);
+  });
+
+  it('--output table says when it stopped at its default limit of 100 rows', () => {
+    const lines = cli(['--warehouse', wh, 'read', 'o.many', '--output', 'table']).stdout.trim().split('\n');
+    expect(lines).toHaveLength(2 + 100 + 1);
+    expect(lines.at(-1)).toBe('(showing the first 100 rows; use --limit N to show more)');
+    const all = cli(['--warehouse', wh, 'read', 'o.many', '--output', 'table', '--limit', '150']).stdout.trim().split('\n');
+    expect(all).toHaveLength(2 + 150 + 1);
+    expect(all.at(-1)).toBe('(150 rows)');
+    const nested = cli(['--warehouse', wh, 'read', 'o.nested', '--output', 'table']).stdout.trim().split('\n');
+    expect(nested).toHaveLength(2 + 3 + 1);
+    expect(nested.at(-1)).toBe('(3 rows)');
+    expect(nested.join('\n')).toContain('a\\nb');
+  });
+});
