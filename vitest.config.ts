@@ -7,5 +7,7 @@ export default defineConfig({
     hookTimeout: 120_000,
     pool: 'forks',
     maxWorkers: 2,
+    // After vitest's summary: how many conformance tests ../shared/testdata being absent skipped.
+    reporters: ['default', './test/conformance-reporter.ts'],
   },
 });

@@ -1,13 +1,12 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { expect } from 'vitest';
 import { TwinlakeError } from '../src/core/errors.ts';
+import { repoRoot } from './testdata.ts';
 
-export const repoRoot = resolve(import.meta.dirname, '..');
-export const testdata = resolve(repoRoot, '../shared/testdata');
-export const hasTestdata = existsSync(testdata);
+export { hasTestdata, repoRoot, testdata } from './testdata.ts';
 
 export function tempDir(prefix = 'twinlake-test-'): { path: string; cleanup: () => void } {
   const path = mkdtempSync(join(tmpdir(), prefix));
