@@ -25,7 +25,7 @@ export default class ConformanceReporter implements Reporter {
     if (skipped === 0) return;
     process.stdout.write(
       `\n  Conformance: ${skipped} test${skipped === 1 ? '' : 's'} skipped in ${files.length} file${files.length === 1 ? '' : 's'} because ${testdata} is absent` +
-        ` (the tables other engines wrote; put them there to run them):\n${files.map((f) => `    ${f}\n`).join('')}`,
+        ` (the tables other engines wrote; put them there to run them):\n${files.sort().map((f) => `    ${f}\n`).join('')}`,
     );
   }
 }

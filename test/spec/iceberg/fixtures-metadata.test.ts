@@ -1,5 +1,5 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { repoRoot } from '../../helpers.ts';
+import { testdata } from '../../helpers.ts';
 import path from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import { parseJson } from '../../../src/core/json.ts';
@@ -16,7 +16,7 @@ import type { ManifestEntry, PartitionSpec, Snapshot, TableMetadata } from '../.
  * delete files (applying deletes is a later step).
  */
 
-const fixturesRoot = path.resolve(repoRoot, '../shared/testdata/iceberg');
+const fixturesRoot = path.join(testdata, 'iceberg');
 const available = existsSync(path.join(fixturesRoot, 'fixtures.json'));
 
 interface Fixture {
