@@ -36,7 +36,7 @@ export interface SettingOptions {
   warehouse?: string;
   config?: string;
   memoryLimit?: string;
-  threads?: string;
+  threads?: string | number;
   tempDir?: string;
 }
 
@@ -65,7 +65,8 @@ function checkValue(key: Key, value: unknown, typed: boolean, where: string): st
     throw invalidInput(`${where} must be ${SETTINGS[key].expects}, found ${JSON.stringify(value) ?? String(value)}`, { key, value });
   };
   if (key === 'threads') {
-    const n = typed ? value : typeof value === 'string' && /^\s*\d+\s*$/.test(value) ? Number(value) : NaN;
+    // A command-line parser may have made it a number already; in JSON it must be one.
+    const n = typeof value === 'number' ? value : !typed && typeof value === 'string' && /^\s*\d+\s*$/.test(value) ? Number(value) : NaN;
     if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 1) bad();
     return n as number;
   }

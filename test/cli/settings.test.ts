@@ -55,12 +55,14 @@ describe('settings precedence: option after the command > before it > environmen
     expect(resolveSettings([{}, {}], env, config)).toEqual({ warehouse: '/from/env', engine: { memoryLimit: '2GB', threads: 3, tempDir: '/env/tmp' } });
     expect(resolveSettings([{}, { warehouse: 'before', threads: '2' }], env, config, '/cwd')).toEqual({ warehouse: 'before', engine: { memoryLimit: '2GB', threads: 2, tempDir: '/env/tmp' } });
     expect(resolveSettings([{ warehouse: 'after', tempDir: 'tmp' }, { warehouse: 'before' }], env, config, '/cwd')).toEqual({ warehouse: 'after', engine: { memoryLimit: '2GB', threads: 3, tempDir: '/cwd/tmp' } });
+    expect(resolveSettings([{ threads: 6 }], env, config).engine.threads).toBe(6);
     // An empty environment variable is unset, as in most tools.
     expect(resolveSettings([{}], { TWINLAKE_WAREHOUSE: '' }, config).warehouse).toBe('/from/config');
   });
 
   it('checks values from the command line and the environment, naming where they came from', () => {
     expect(thrown(() => resolveSettings([{ threads: 'many' }], {}, {})).message).toBe('--threads must be a positive whole number, found "many"');
+    expect(thrown(() => resolveSettings([{ threads: 0 }], {}, {})).message).toBe('--threads must be a positive whole number, found 0');
     expect(thrown(() => resolveSettings([{}], { TWINLAKE_THREADS: '0' }, {})).message).toBe('environment: TWINLAKE_THREADS must be a positive whole number, found "0"');
     expect(thrown(() => resolveSettings([{}], { TWINLAKE_MEMORY_LIMIT: '50%' }, {})).message).toBe('environment: TWINLAKE_MEMORY_LIMIT must be a size such as "512MB" or "2GiB" (string), found "50%"');
   });
