@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parseConfig, resolveSettings } from '../../src/cli/settings.ts';
+import { configPath, parseConfig, resolveSettings } from '../../src/cli/settings.ts';
 import { nearest } from '../../src/cli/suggest.ts';
 import { thrown } from '../helpers.ts';
 
@@ -58,6 +58,12 @@ describe('settings precedence: option after the command > before it > environmen
     expect(resolveSettings([{ threads: 6 }], env, config).engine.threads).toBe(6);
     // An empty environment variable is unset, as in most tools.
     expect(resolveSettings([{}], { TWINLAKE_WAREHOUSE: '' }, config).warehouse).toBe('/from/config');
+  });
+
+  it('reads the config file named after the command over one named before it', () => {
+    expect(configPath([{ config: 'after.json' }, { config: 'before.json' }])).toBe('after.json');
+    expect(configPath([{}, { config: 'before.json' }])).toBe('before.json');
+    expect(configPath([{}, {}])).toBeUndefined();
   });
 
   it('checks values from the command line and the environment, naming where they came from', () => {
