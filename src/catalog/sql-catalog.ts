@@ -474,7 +474,8 @@ export function openReadOnlyDatabase(dbPath: string, tables: string[]): Database
     return undefined;
   } catch (e) {
     db?.close();
-    if (sqliteCode(e) !== 'SQLITE_CANTOPEN' || existsSync(`${dbPath}-wal`)) throw sqlError(e, 'opening the catalog database for reading', dbPath);
+    // CANTOPEN on a read-only mount, READONLY_DIRECTORY in a folder this user may not write.
+    if (!/^SQLITE_(CANTOPEN|READONLY)/.test(sqliteCode(e)) || existsSync(`${dbPath}-wal`)) throw sqlError(e, 'opening the catalog database for reading', dbPath);
   }
   try {
     const copy = Buffer.from(readFileSync(dbPath));

@@ -8,7 +8,7 @@ import { lakehouseFixture } from '../lakehouse-fixture.ts';
 const ids = (rows: Record<string, unknown>[]) => rows.map((r) => Number(r.id)).sort((a, b) => a - b);
 
 function deltaCommit(dir: string, version: number) {
-  return parseCommit(readFileSync(join(dir, '_delta_log', `${String(version).padStart(20, '0')}.json`), 'utf8'));
+  return parseCommit(readFileSync(join(dir, '_delta_log', `${String(version).padStart(20, '0')}.json`), 'utf8'), `version ${version}`);
 }
 
 describe('alter: table properties and formats after creation', () => {

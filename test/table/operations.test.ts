@@ -5,7 +5,7 @@ import { parseCommit, type CommitInfo } from '../../src/spec/delta/actions.ts';
 import { lakehouseFixture } from '../lakehouse-fixture.ts';
 
 function commitInfo(dir: string, version: number): CommitInfo {
-  const actions = parseCommit(readFileSync(join(dir, '_delta_log', `${String(version).padStart(20, '0')}.json`), 'utf8'));
+  const actions = parseCommit(readFileSync(join(dir, '_delta_log', `${String(version).padStart(20, '0')}.json`), 'utf8'), `version ${version}`);
   return (actions.find((a) => 'commitInfo' in a) as { commitInfo: CommitInfo }).commitInfo;
 }
 
