@@ -37,7 +37,7 @@ export function printHistory(history: HistoryEntry[]): string {
     history.map((h) => ({
       snapshot: h.snapshotId ?? '',
       time: h.timestamp,
-      operation: h.operation,
+      operation: h.change ? `${h.operation} (${h.change})` : h.operation,
       'delta version': h.deltaVersion ?? '',
       'added files': h.addedFiles,
       'added rows': h.addedRecords,

@@ -14,7 +14,7 @@ import type { Schema, StructType, TableMetadata } from '../spec/iceberg/types.ts
 import { ancestors, currentSchema, currentSnapshot, specById } from '../spec/iceberg/table-metadata.ts';
 import { formatPartitionSpec } from '../spec/iceberg/partition-spec-parser.ts';
 import { copyScanTo, countScan, readScan } from '../engine/read-scan.ts';
-import { deltaVersionOf, OPERATION_KEY } from './delta-projection.ts';
+import { deltaVersionOf, OPERATION_KEY, type TableOperation } from './delta-projection.ts';
 import type { WriteInput } from './input.ts';
 import { planRead, type ReadFormat, type ReadPlan, type TableSource, type TimeTravel } from './reader.ts';
 import type { TableContext } from './table-context.ts';
@@ -35,7 +35,10 @@ export interface HistoryEntry {
   snapshotId?: bigint;
   parentId?: bigint;
   timestamp: string;
+  /** Iceberg's snapshot operation (append, overwrite, delete), or Delta's for a Delta-only table. */
   operation: string;
+  /** What made the snapshot when it was not a plain write: a merge, a delete or an alter. */
+  change?: TableOperation;
   deltaVersion?: number;
   addedFiles: number;
   addedRecords: number;
@@ -257,7 +260,8 @@ export function icebergHistory(metadata: TableMetadata): HistoryEntry[] {
     snapshotId: s['snapshot-id'],
     parentId: s['parent-snapshot-id'],
     timestamp: new Date(s['timestamp-ms']).toISOString(),
-    operation: s.summary[OPERATION_KEY] ?? s.summary.operation,
+    operation: s.summary.operation,
+    ...(s.summary[OPERATION_KEY] ? { change: s.summary[OPERATION_KEY] as TableOperation } : {}),
     deltaVersion: deltaVersionOf(s),
     addedFiles: Number(s.summary['added-data-files'] ?? 0),
     addedRecords: Number(s.summary['added-records'] ?? 0),

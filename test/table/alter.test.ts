@@ -74,7 +74,7 @@ describe('alter: table properties and formats after creation', () => {
     await t.append([{ id: 2 }]);
     expect(existsSync(join(dir, '_delta_log', `${String(3).padStart(20, '0')}.checkpoint.parquet`))).toBe(true);
     expect(ids(await t.read({ format: 'delta' }))).toEqual([1, 2]);
-    expect((await t.history())[1]!.operation).toBe('alter');
+    expect((await t.history())[1]!.change).toBe('alter');
     expect((await errorOf(t.alter({ set: { 'delta.appendOnly': 'true' } }))).message).toMatch(/not one it mirrors/);
   });
 
