@@ -33,6 +33,10 @@ export interface LiveDelete {
    */
   kind: 'deletion-vector' | 'position-deletes' | 'equality-deletes';
   path?: string;
+  /**
+   * Where the vector is, as its format records it: Iceberg's Puffin blob offset and size (the
+   * whole framed vector); Delta's `offset` (of the vector's 4-byte size prefix) and `sizeInBytes`.
+   */
   offset?: number;
   length?: number;
   /** Rows it deletes (a DV's cardinality; a delete file's record count). */
