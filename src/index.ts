@@ -15,10 +15,12 @@
  * console.log(await events.read({ format: 'delta' }));
  * await lake.close();
  */
-export { Lakehouse, type LakehouseOptions } from './table/lakehouse.ts';
+export { Lakehouse, type LakehouseOptions, type TableSummary } from './table/lakehouse.ts';
 export { Table, type ReadOptions, type HistoryEntry, type TableDescription } from './table/table.ts';
 export type { WriteOptions, WriteResult, WriteMode } from './table/writer.ts';
 export type { DeleteOptions, MergeOptions, MergeResult } from './table/merge.ts';
+export type { AlterOptions, AlterResult } from './table/alter.ts';
+export type { LiveFiles, LiveFile, LiveDelete } from './table/live-files.ts';
 export type { WriteInput, InputFormat, Row } from './table/input.ts';
 export type { ReadPlan, ReadFormat, TimeTravel } from './table/reader.ts';
 export type { TableFormat } from './table/table-properties.ts';

@@ -81,14 +81,23 @@ export function formatTableIdentifier(id: TableIdentifier): string {
   return [...id.namespace, id.name].join('.');
 }
 
-/** Parses `ns.table` or `a.b.table`; every part must be a valid name (see checkNamePart). */
+/**
+ * Parses `ns.table` or `a.b.table`; every part must be a valid name (see checkNamePart). Names are
+ * taken in Unicode NFC, so `café` typed with a composed or a decomposed `é` names one table (and
+ * one folder), whatever the keyboard or file system produced.
+ */
 export function parseTableIdentifier(text: string): TableIdentifier {
-  const parts = text.split('.');
+  const parts = text.normalize('NFC').split('.');
   if (parts.length < 2) {
     throw invalidInput(`table identifier: expected <namespace>.<table>, found ${JSON.stringify(text)}`, { identifier: text });
   }
   parts.forEach((part, i) => checkNamePart(part, `part ${i + 1} of ${JSON.stringify(text)}`));
   return { namespace: parts.slice(0, -1), name: parts[parts.length - 1]! };
+}
+
+/** An identifier built by code, in the NFC form parsed names take (see parseTableIdentifier). */
+export function normalizeTableIdentifier(id: TableIdentifier): TableIdentifier {
+  return { namespace: id.namespace.map((l) => l.normalize('NFC')), name: id.name.normalize('NFC') };
 }
 
 /** Validates an identifier built by code (not parsed), before it reaches SQL or a path. */

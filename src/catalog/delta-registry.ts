@@ -3,6 +3,7 @@ import { mkdirSync } from 'node:fs';
 import * as nodePath from 'node:path';
 import { TwinlakeError } from '../core/errors.ts';
 import { checkTableIdentifier, formatTableIdentifier, type TableIdentifier } from './catalog.ts';
+import { openReadOnlyDatabase } from './sql-catalog.ts';
 
 /**
  * Names of Delta-only tables (`formats: [delta]`). An Iceberg catalog has no place for a table
@@ -10,12 +11,18 @@ import { checkTableIdentifier, formatTableIdentifier, type TableIdentifier } fro
  * → location, in its own table of the catalog file where Iceberg readers never look.
  */
 export class DeltaRegistry {
-  private readonly db: Database.Database;
+  /** Undefined when opened read-only on a file that has no registry: no Delta-only tables. */
+  private readonly db: Database.Database | undefined;
 
   constructor(
     readonly dbPath: string,
     readonly catalogName = 'twinlake',
+    opts: { readOnly?: boolean } = {},
   ) {
+    if (opts.readOnly) {
+      this.db = openReadOnlyDatabase(dbPath, ['twinlake_delta_tables']);
+      return;
+    }
     try {
       if (dbPath !== ':memory:') mkdirSync(nodePath.dirname(nodePath.resolve(dbPath)), { recursive: true });
       this.db = new Database(dbPath, { timeout: 10_000 });
@@ -36,6 +43,7 @@ export class DeltaRegistry {
   register(id: TableIdentifier, location: string): void {
     checkTableIdentifier(id);
     const ns = id.namespace.join('.');
+    if (!this.db) throw new TwinlakeError('io', `delta registry: ${this.dbPath} is open for reading only; cannot register ${formatTableIdentifier(id)}`);
     this.db.prepare('INSERT OR IGNORE INTO twinlake_delta_tables VALUES (?, ?, ?, ?)').run(this.catalogName, ns, id.name, location);
     const found = this.location(id);
     if (found !== location) {
@@ -44,6 +52,7 @@ export class DeltaRegistry {
   }
 
   location(id: TableIdentifier): string | undefined {
+    if (!this.db) return undefined;
     const row = this.db
       .prepare('SELECT location FROM twinlake_delta_tables WHERE catalog_name = ? AND table_namespace = ? AND table_name = ?')
       .get(this.catalogName, id.namespace.join('.'), id.name) as { location: string } | undefined;
@@ -51,6 +60,7 @@ export class DeltaRegistry {
   }
 
   list(): TableIdentifier[] {
+    if (!this.db) return [];
     const rows = this.db
       .prepare('SELECT table_namespace, table_name FROM twinlake_delta_tables WHERE catalog_name = ? ORDER BY 1, 2')
       .all(this.catalogName) as { table_namespace: string; table_name: string }[];
@@ -58,6 +68,6 @@ export class DeltaRegistry {
   }
 
   close(): void {
-    this.db.close();
+    this.db?.close();
   }
 }

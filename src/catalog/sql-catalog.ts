@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import * as nodePath from 'node:path';
 import { systemClock, type Clock } from '../core/clock.ts';
 import { errorMessage, invalidInput, isTwinlakeError, notFound, TwinlakeError, unsupported } from '../core/errors.ts';
@@ -27,6 +27,12 @@ export interface SqlCatalogOptions {
   /** Where table folders go (`<rootUri>/<ns levels>/<table>`), and the store that holds them. */
   warehouse: { store: ObjectStore; rootUri: string };
   clock?: Clock;
+  /**
+   * Open the database for reading only (commands that only read): nothing is created, and a
+   * warehouse on a read-only mount, or one the user may only read, works. A commit then fails
+   * with an `io` error.
+   */
+  readOnly?: boolean;
 }
 
 /**
@@ -64,7 +70,7 @@ export class SqlCatalog implements Catalog {
     if (options.dbPath !== undefined) this.dbPath = options.dbPath;
     else if (this.warehouseUri.startsWith('file:')) this.dbPath = nodePath.join(localPath(this.warehouseUri), 'catalog.db');
     else throw invalidInput(`sql catalog: a dbPath is needed when the warehouse ${this.warehouseUri} is not on local disk`);
-    this.db = openDatabase(this.dbPath);
+    this.db = options.readOnly ? (openReadOnlyDatabase(this.dbPath, ['iceberg_tables', 'iceberg_namespace_properties']) ?? emptyCatalogDatabase()) : openDatabase(this.dbPath);
     this.sql = this.run('preparing statements', () => prepare(this.db));
   }
 
@@ -434,29 +440,74 @@ function openDatabase(dbPath: string): Database.Database {
     // WAL lets readers in other processes (Spark, PyIceberg, a second twinlake) work during a commit.
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = FULL');
-    // The DDL of Iceberg's JdbcUtil (V0) and PyIceberg's SqlCatalog models.
-    db.exec(`
-      CREATE TABLE IF NOT EXISTS iceberg_tables (
-        catalog_name VARCHAR(255) NOT NULL,
-        table_namespace VARCHAR(255) NOT NULL,
-        table_name VARCHAR(255) NOT NULL,
-        metadata_location VARCHAR(1000),
-        previous_metadata_location VARCHAR(1000),
-        PRIMARY KEY (catalog_name, table_namespace, table_name)
-      );
-      CREATE TABLE IF NOT EXISTS iceberg_namespace_properties (
-        catalog_name VARCHAR(255) NOT NULL,
-        namespace VARCHAR(255) NOT NULL,
-        property_key VARCHAR(255),
-        property_value VARCHAR(1000),
-        PRIMARY KEY (catalog_name, namespace, property_key)
-      );
-    `);
+    createCatalogTables(db);
     return db;
   } catch (e) {
     db?.close();
     throw sqlError(e, 'opening the catalog database', dbPath);
   }
+}
+
+/** A catalog without tables: what a read-only open of a warehouse without a catalog file sees. */
+function emptyCatalogDatabase(): Database.Database {
+  const db = new Database(':memory:');
+  createCatalogTables(db);
+  return db;
+}
+
+/**
+ * Opens a SQLite file for reading only, or undefined when it does not exist or lacks `tables`.
+ * A WAL database normally needs its `-shm` file, which a reader creates next to the database; in
+ * a folder it cannot write (a read-only mount) SQLite then refuses to open it (SQLITE_CANTOPEN).
+ * Without a `-wal` file every commit is in the main file, so a private in-memory copy of it, marked
+ * as a rollback-journal database (header bytes 18-19, SQLite file format §1.3), reads the same.
+ */
+export function openReadOnlyDatabase(dbPath: string, tables: string[]): Database.Database | undefined {
+  if (!existsSync(dbPath)) return undefined;
+  const hasTables = (db: Database.Database) =>
+    tables.every((t) => db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?`).get(t) !== undefined);
+  let db: Database.Database | undefined;
+  try {
+    db = new Database(dbPath, { readonly: true, fileMustExist: true, timeout: BUSY_TIMEOUT_MS });
+    if (hasTables(db)) return db;
+    db.close();
+    return undefined;
+  } catch (e) {
+    db?.close();
+    // CANTOPEN on a read-only mount, READONLY_DIRECTORY in a folder this user may not write.
+    if (!/^SQLITE_(CANTOPEN|READONLY)/.test(sqliteCode(e)) || existsSync(`${dbPath}-wal`)) throw sqlError(e, 'opening the catalog database for reading', dbPath);
+  }
+  try {
+    const copy = Buffer.from(readFileSync(dbPath));
+    if (copy.length >= 20 && copy[18] === 2) copy[18] = copy[19] = 1;
+    const memory = new Database(copy, { readonly: true });
+    if (hasTables(memory)) return memory;
+    memory.close();
+    return undefined;
+  } catch (e) {
+    throw sqlError(e, 'opening the catalog database for reading', dbPath);
+  }
+}
+
+/** The DDL of Iceberg's JdbcUtil (V0) and PyIceberg's SqlCatalog models. */
+function createCatalogTables(db: Database.Database): void {
+  db.exec(`
+    CREATE TABLE IF NOT EXISTS iceberg_tables (
+      catalog_name VARCHAR(255) NOT NULL,
+      table_namespace VARCHAR(255) NOT NULL,
+      table_name VARCHAR(255) NOT NULL,
+      metadata_location VARCHAR(1000),
+      previous_metadata_location VARCHAR(1000),
+      PRIMARY KEY (catalog_name, table_namespace, table_name)
+    );
+    CREATE TABLE IF NOT EXISTS iceberg_namespace_properties (
+      catalog_name VARCHAR(255) NOT NULL,
+      namespace VARCHAR(255) NOT NULL,
+      property_key VARCHAR(255),
+      property_value VARCHAR(1000),
+      PRIMARY KEY (catalog_name, namespace, property_key)
+    );
+  `);
 }
 
 function prepare(db: Database.Database) {

@@ -10,9 +10,8 @@ import { Lakehouse } from '../table/lakehouse.ts';
 import { parseInputFormat, type WriteInput } from '../table/input.ts';
 import { parseFormats, type RowChangeStrategy } from '../table/table-properties.ts';
 import type { ReadOptions } from '../table/table.ts';
-import type { MergeResult } from '../table/merge.ts';
 import type { StructType } from '../spec/iceberg/types.ts';
-import { formatTable, printDescription, printHistory } from './format.ts';
+import { formatTable, printAlter, printDescription, printFiles, printHistory, printTableSummaries, printWriteResult } from './format.ts';
 import { runQuickstart } from './quickstart.ts';
 import { withProgress } from './progress.ts';
 import { repeatable } from './options.ts';
@@ -33,13 +32,14 @@ async function settingsOf(cmd: Command): Promise<Settings> {
   return resolveSettings(options, process.env, config);
 }
 
-async function openLakehouse(cmd: Command): Promise<Lakehouse> {
+async function openLakehouse(cmd: Command, readOnly = false): Promise<Lakehouse> {
   const { warehouse, engine } = await settingsOf(cmd);
-  return Lakehouse.open({ warehouse, engine });
+  return Lakehouse.open({ warehouse, engine, readOnly });
 }
 
-async function using<T>(cmd: Command, fn: (lake: Lakehouse) => Promise<T>): Promise<T> {
-  const lake = await openLakehouse(cmd);
+/** Runs `fn` on the lakehouse; commands that only read open it read-only (read-only mounts work). */
+async function using<T>(cmd: Command, fn: (lake: Lakehouse) => Promise<T>, opts: { readOnly?: boolean } = {}): Promise<T> {
+  const lake = await openLakehouse(cmd, opts.readOnly);
   try {
     return await fn(lake);
   } finally {
@@ -74,12 +74,12 @@ async function isPathArgument(arg: string): Promise<boolean> {
   return (await stat(arg).catch(() => undefined))?.isDirectory() ?? false;
 }
 
-function parseProperties(list: string[]): Record<string, string> | undefined {
+function parseProperties(list: string[], command = 'write'): Record<string, string> | undefined {
   if (list.length === 0) return undefined;
   const out: Record<string, string> = {};
   for (const item of list) {
     const eq = item.indexOf('=');
-    if (eq <= 0) throw invalidInput(`write: --property expects key=value, found ${JSON.stringify(item)}`);
+    if (eq <= 0) throw invalidInput(`${command}: --property expects key=value, found ${JSON.stringify(item)}`);
     out[item.slice(0, eq).trim()] = item.slice(eq + 1).trim();
   }
   return out;
@@ -115,11 +115,12 @@ export function registerCommands(program: Command): void {
     .option('--delete-when <filter>', "merge: records matching this filter delete their key, e.g. \"op = 'D'\"")
     .option('--strategy <strategy>', 'merge: copy-on-write | merge-on-read (default: the table property write.merge.mode)')
     .option('--schema <file>', 'declared schema (Iceberg JSON struct) instead of inference')
-    .option('--formats <list>', 'for a new table: iceberg,delta (default both), iceberg or delta')
-    .option('--property <key=value>', 'for a new table: a table property (repeatable)', repeatable, [])
+    .option('--formats <list>', 'for a new table: iceberg,delta (default both), iceberg or delta (an existing table: see alter)')
+    .option('--property <key=value>', 'for a new table: a table property (repeatable; an existing table: see alter)', repeatable, [])
     .option('--partition <spec>', 'partition spec, e.g. "day(ts), bucket(16, user_id)"; on an existing table a new spec evolves it')
+    .option('--exclude-columns <columns>', 'input columns not to store, comma-separated (e.g. the op,seq that steer a merge)')
     .option('--json', 'print the result as JSON')
-    .action(async (table: string, o: { input: string; inputFormat?: string; mode: string; schema?: string; formats?: string; property: string[]; partition?: string; key?: string; orderBy?: string; deleteWhen?: string; strategy?: string; json?: boolean }, cmd: Command) => {
+    .action(async (table: string, o: { input: string; inputFormat?: string; mode: string; schema?: string; formats?: string; property: string[]; partition?: string; key?: string; orderBy?: string; deleteWhen?: string; strategy?: string; excludeColumns?: string; json?: boolean }, cmd: Command) => {
       if (o.mode !== 'append' && o.mode !== 'overwrite' && o.mode !== 'merge') throw invalidInput(`write: --mode must be append, overwrite or merge, found ${JSON.stringify(o.mode)}`);
       if (o.mode === 'merge' && !o.key) throw invalidInput('write: --mode merge needs --key COLUMNS');
       if (o.mode !== 'merge' && (o.key || o.orderBy || o.deleteWhen || o.strategy)) throw invalidInput('write: --key, --order-by, --delete-when and --strategy go with --mode merge');
@@ -136,24 +137,13 @@ export function registerCommands(program: Command): void {
       const label = o.input === '-' ? 'standard input' : o.input;
       const size = o.input === '-' ? undefined : (await stat(o.input).catch(() => undefined))?.size;
       await using(cmd, async (lake) => {
-        const common = { schema, formats: o.formats ? parseFormats(o.formats) : undefined, properties: parseProperties(o.property), partition: o.partition };
+        const common = { schema, formats: o.formats ? parseFormats(o.formats) : undefined, properties: parseProperties(o.property), partition: o.partition, excludeColumns: o.excludeColumns?.split(',').map((c) => c.trim()).filter(Boolean) };
         const result = await withProgress(`writing ${label}`, size, lake, () =>
           o.mode === 'merge'
             ? lake.table(table).merge(input, { ...common, keys: o.key!.split(',').map((k) => k.trim()).filter(Boolean), orderBy: o.orderBy, deleteWhen: o.deleteWhen, strategy: o.strategy as RowChangeStrategy | undefined })
             : lake.table(table).write(input, { ...common, mode: o.mode as 'append' | 'overwrite' }),
         );
-        if (o.json) return out(stringifyJson(result));
-        out(`${result.created ? 'created' : 'wrote'} ${result.table} (${o.mode})`);
-        if ('inserted' in result) {
-          const m = result as MergeResult;
-          const how = m.strategy === 'merge-on-read' ? `${m.deleteFiles} delete files written` : `${m.rewrittenFiles} files rewritten`;
-          out(`  merged            ${m.inserted} inserted, ${m.updated} updated, ${m.deleted} deleted, ${how} (${m.strategy})`);
-        }
-        out(`  iceberg snapshot  ${result.snapshotId}`);
-        if (result.deltaVersion !== undefined) out(`  delta version     ${result.deltaVersion}${result.deltaCommitted ? '' : ' (pending: repaired by the next write)'}`);
-        out(`  files             ${result.files}`);
-        out(`  rows              ${result.rows}`);
-        out(`  bytes             ${result.bytes}`);
+        out(o.json ? stringifyJson(result) : printWriteResult(result));
       });
     });
 
@@ -201,7 +191,7 @@ export function registerCommands(program: Command): void {
         } finally {
           await rm(dir, { recursive: true, force: true });
         }
-      });
+      }, { readOnly: true });
     });
 
   command('create', 'twinlake create sales.orders --schema orders-schema.json --partition "day(ts), region"')
@@ -247,36 +237,77 @@ export function registerCommands(program: Command): void {
 
   command('history', 'twinlake history sales.orders --json')
     .description('snapshots of a table with their Delta versions, newest first')
-    .argument('<table>', 'namespace.table')
+    .argument('<table>', 'namespace.table, or a table directory')
     .option('--json', 'print as JSON')
     .action(async (table: string, o: { json?: boolean }, cmd: Command) => {
+      const byPath = await isPathArgument(table);
       await using(cmd, async (lake) => {
-        const history = await lake.table(table).history();
+        const history = byPath ? await lake.historyPath(table) : await lake.table(table).history();
         if (o.json) out(stringifyJson(history, 2));
         else out(printHistory(history));
-      });
+      }, { readOnly: true });
     });
 
   command('tables', 'twinlake tables')
     .description('list the tables in the catalog')
+    .option('--long', 'with each table\'s formats, rows, files and bytes')
     .option('--json', 'print as JSON')
-    .action(async (o: { json?: boolean }, cmd: Command) => {
+    .action(async (o: { long?: boolean; json?: boolean }, cmd: Command) => {
       await using(cmd, async (lake) => {
+        if (o.long) {
+          const summaries = await lake.tableSummaries();
+          return out(o.json ? stringifyJson(summaries) : printTableSummaries(summaries));
+        }
         const tables = await lake.listTables();
         if (o.json) out(JSON.stringify(tables));
         else for (const t of tables) out(t);
-      });
+      }, { readOnly: true });
     });
 
   command('describe', 'twinlake describe sales.orders')
     .description('location, formats, schema with field IDs, properties, snapshot and version, files and bytes')
-    .argument('<table>', 'namespace.table')
+    .argument('<table>', 'namespace.table, or a table directory')
     .option('--json', 'print as JSON')
     .action(async (table: string, o: { json?: boolean }, cmd: Command) => {
+      const byPath = await isPathArgument(table);
       await using(cmd, async (lake) => {
-        const d = await lake.table(table).describe();
+        const d = byPath ? await lake.describePath(table) : await lake.table(table).describe();
         if (o.json) out(stringifyJson(d, 2));
         else out(printDescription(d));
+      }, { readOnly: true });
+    });
+
+  command('files', 'twinlake files sales.orders --json', 'twinlake files sales.orders --version 3 --format delta')
+    .description('the live data files of a table (current or past version), each with its delete files, for other engines')
+    .argument('<table>', 'namespace.table, or a table directory')
+    .option('--format <format>', 'iceberg | delta (default: iceberg when present)')
+    .option('--snapshot <id>', 'iceberg snapshot ID')
+    .option('--version <n>', 'delta version')
+    .option('--as-of <time>', 'ISO-8601 time or epoch milliseconds')
+    .option('--json', 'print as JSON')
+    .action(async (table: string, o: { format?: string; snapshot?: string; version?: string; asOf?: string; json?: boolean }, cmd: Command) => {
+      const format = o.format as 'iceberg' | 'delta' | undefined;
+      if (format !== undefined && format !== 'iceberg' && format !== 'delta') throw invalidInput(`files: --format must be iceberg or delta, found ${JSON.stringify(o.format)}`);
+      const opts = { ...parseTravel(o), format };
+      const byPath = await isPathArgument(table);
+      await using(cmd, async (lake) => {
+        const files = byPath ? await lake.filesPath(table, opts) : await lake.table(table).files(opts);
+        out(o.json ? stringifyJson(files, 2) : printFiles(files));
+      }, { readOnly: true });
+    });
+
+  command('alter', 'twinlake alter sales.orders --property write.merge.mode=merge-on-read', 'twinlake alter sales.orders --formats iceberg,delta')
+    .description('change table properties or formats after creation')
+    .argument('<table>', 'namespace.table')
+    .option('--property <key=value>', 'set a table property (repeatable), e.g. write.merge.mode=merge-on-read', repeatable, [])
+    .option('--unset <key>', 'remove a table property (repeatable)', repeatable, [])
+    .option('--formats <list>', 'the formats to keep: iceberg,delta, or iceberg (adding delta writes a Delta log of the current state)')
+    .option('--json', 'print the result as JSON')
+    .action(async (table: string, o: { property: string[]; unset: string[]; formats?: string; json?: boolean }, cmd: Command) => {
+      if (o.property.length + o.unset.length === 0 && o.formats === undefined) throw invalidInput('alter: give --property KEY=VALUE, --unset KEY or --formats LIST');
+      await using(cmd, async (lake) => {
+        const r = await lake.table(table).alter({ set: parseProperties(o.property, 'alter'), unset: o.unset, formats: o.formats });
+        out(o.json ? stringifyJson(r, 2) : printAlter(r));
       });
     });
 }

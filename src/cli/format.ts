@@ -1,6 +1,12 @@
 import { stringifyJson } from '../core/json.ts';
 import type { IcebergType, NestedField } from '../spec/iceberg/types.ts';
+import { localPathIfFile } from '../core/uri.ts';
+import type { AlterResult } from '../table/alter.ts';
+import type { TableSummary } from '../table/lakehouse.ts';
+import type { LiveFiles } from '../table/live-files.ts';
+import type { MergeResult } from '../table/merge.ts';
 import type { HistoryEntry, TableDescription } from '../table/table.ts';
+import type { WriteResult } from '../table/writer.ts';
 import { Props } from '../table/table-properties.ts';
 
 function cell(v: unknown): string {
@@ -103,7 +109,7 @@ export function printHistory(history: HistoryEntry[]): string {
     history.map((h) => ({
       snapshot: h.snapshotId ?? '',
       time: h.timestamp,
-      operation: h.operation,
+      operation: h.change ? `${h.operation} (${h.change})` : h.operation,
       'delta version': h.deltaVersion ?? '',
       'added files': h.addedFiles,
       'added rows': h.addedRecords,
@@ -150,4 +156,61 @@ export function printDescription(d: TableDescription): string {
     `properties`,
     ...props,
   ].join('\n');
+}
+
+/** A write's result; only the formats the table keeps are named (a Delta-only write has no snapshot). */
+export function printWriteResult(result: WriteResult | MergeResult): string {
+  const lines = [`${result.created ? 'created' : 'wrote'} ${result.table} (${result.mode})`];
+  if ('inserted' in result) {
+    const how = result.strategy === 'merge-on-read' ? `${result.deleteFiles} delete files written` : `${result.rewrittenFiles} files rewritten`;
+    lines.push(`  merged            ${result.inserted} inserted, ${result.updated} updated, ${result.deleted} deleted, ${how} (${result.strategy})`);
+  }
+  if (result.snapshotId !== undefined) lines.push(`  iceberg snapshot  ${result.snapshotId}`);
+  if (result.deltaVersion !== undefined) lines.push(`  delta version     ${result.deltaVersion}${result.deltaCommitted ? '' : ' (pending: repaired by the next write)'}`);
+  lines.push(`  files             ${result.files}`, `  rows              ${result.rows}`, `  bytes             ${result.bytes}`);
+  return lines.join('\n');
+}
+
+/** `tables --long`: one row per table. */
+export function printTableSummaries(tables: TableSummary[]): string {
+  if (tables.length === 0) return '(no tables)';
+  return formatTable(
+    tables.map((t) => ({
+      table: t.name,
+      formats: t.formats?.join(',') ?? '',
+      rows: t.rows ?? '',
+      files: t.files ?? '',
+      bytes: t.bytes ?? '',
+      ...(tables.some((x) => x.error) ? { error: t.error ?? '' } : {}),
+    })),
+  ).replace(/\n\(\d+ rows?\)$/, '');
+}
+
+/**
+ * The live files, one data file per line (local files as paths), each followed by the delete
+ * files a reader must apply to it, indented: `grep -v '^ '` leaves the data files alone.
+ */
+export function printFiles(f: LiveFiles): string {
+  const version = [f.snapshotId !== undefined ? `snapshot ${f.snapshotId}` : '', f.deltaVersion !== undefined ? `delta version ${f.deltaVersion}` : ''].filter(Boolean).join(', ');
+  const withDeletes = f.files.filter((x) => x.deletes.length > 0).length;
+  const lines: string[] = [];
+  for (const file of f.files) {
+    lines.push(localPathIfFile(file.path));
+    for (const d of file.deletes) {
+      const where = d.inline ? 'inline in the Delta log' : `${localPathIfFile(d.path!)}${d.offset !== undefined ? ` offset ${d.offset} length ${d.length}` : ''}`;
+      lines.push(`  ${d.kind} ${where} (${d.records} row${d.records === 1 ? '' : 's'})`);
+    }
+  }
+  const rows = f.files.reduce((a, x) => a + x.records, 0);
+  lines.push(`(${f.files.length} live data file${f.files.length === 1 ? '' : 's'}, ${rows} rows stored, ${withDeletes} with deletes; ${f.format}${version ? ` ${version}` : ''})`);
+  return lines.join('\n');
+}
+
+export function printAlter(r: AlterResult): string {
+  if (r.changed.length === 0) return `${r.table}: nothing to change`;
+  const lines = [`altered ${r.table}: ${r.changed.map((k) => (k in r.properties ? `${k}=${r.properties[k]}` : `${k} removed`)).join(', ')}`];
+  lines.push(`  formats           ${r.formats.join(', ')}`);
+  if (r.snapshotId !== undefined) lines.push(`  iceberg snapshot  ${r.snapshotId}`);
+  if (r.deltaVersion !== undefined) lines.push(`  delta version     ${r.deltaVersion}`);
+  return lines.join('\n');
 }

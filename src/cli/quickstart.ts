@@ -70,7 +70,12 @@ export async function runQuickstart(lake: Lakehouse, rows: number, out: (line: s
     out('');
     out('query it:');
     out(`  twinlake read analytics.events --limit 5 --format delta`);
-    out(`  duckdb -c "SELECT region, count(*) FROM read_parquet('${tableDir}/data/*.parquet') GROUP BY 1"`);
+    // Exactly the live files: a data/*.parquet glob also counts files an overwrite, merge or delete replaced.
+    const live = await table.files();
+    const paths = live.files.map((f) => `'${localPath(f.path)}'`).join(', ');
+    const withDeletes = live.files.filter((f) => f.deletes.length > 0).length;
+    out(`  twinlake files analytics.events   # the live data files and their delete files, for any engine`);
+    out(`  duckdb -c "SELECT region, count(*) FROM read_parquet([${paths}]) GROUP BY 1"${withDeletes ? `   # ${withDeletes} of these files have row-level deletes (see twinlake files)` : ''}`);
     out(`  spark.read.format("delta").load("${tableDir}").groupBy("region").count().show()`);
     out(`  StaticTable.from_metadata("${metadataLocation}").scan().to_arrow()   # pyiceberg`);
   } finally {

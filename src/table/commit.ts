@@ -4,7 +4,7 @@ import { ensureNamespace, type LoadTableResult } from '../catalog/catalog.ts';
 import { currentSchema, currentSnapshot } from '../spec/iceberg/table-metadata.ts';
 import type { TableMetadata } from '../spec/iceberg/types.ts';
 import { applyUpdates } from '../spec/iceberg/updates.ts';
-import { DELTA_DV_KEY, DELTA_VERSION_KEY, deletionVectorsOn, nextDeltaVersion } from './delta-projection.ts';
+import { DELTA_DV_KEY, DELTA_START_KEY, DELTA_VERSION_KEY, deletionVectorsOn, nextDeltaVersion } from './delta-projection.ts';
 import { rebasePlan, type SchemaPlan } from './schema-plan.ts';
 import { SnapshotProducer, type SnapshotChange } from './snapshot-producer.ts';
 import type { TableContext } from './table-context.ts';
@@ -55,14 +55,17 @@ export async function commitChange(
       if (!base) base = await ctx.catalog.loadTable(ctx.ident);
       const rebased = rebasePlan(ctx, plan, base.metadata, opts);
       if (!rebased) return { status: 'schema-moved', loaded: base };
-      const { updates, requirements, metadataForSnapshot } = rebased;
+      const { requirements } = rebased;
       const nowMs = Math.max(ctx.clock.nowMs(), base.metadata['last-updated-ms'] + 1);
+      // Property changes committed with the snapshot (alter) decide what it carries, e.g. a Delta version.
+      const updates = [...rebased.updates, ...(change.updates ?? [])];
+      const metadataForSnapshot = change.updates?.length ? applyUpdates(rebased.metadataForSnapshot, change.updates, { nowMs }) : rebased.metadataForSnapshot;
       const parent = currentSnapshot(base.metadata);
       let produced;
       try {
         produced = await producer.produce(metadataForSnapshot, nowMs, {
           schema: currentSchema(metadataForSnapshot),
-          summaryExtra: summaryExtra(base.metadata, parent, change),
+          summaryExtra: summaryExtra(metadataForSnapshot, parent, change),
         });
       } catch (e) {
         // A file this change rewrites was removed by a concurrent commit: prepare it again.
@@ -89,7 +92,8 @@ export async function commitChange(
 function summaryExtra(metadata: TableMetadata, parent: ReturnType<typeof currentSnapshot>, change: SnapshotChange): Record<string, string> {
   const extra: Record<string, string> = { 'engine-name': 'twinlake', 'engine-version': TWINLAKE_VERSION };
   if (tableFormats(metadata.properties).includes('delta')) {
-    extra[DELTA_VERSION_KEY] = String(nextDeltaVersion(parent));
+    // The snapshot that adds Delta to an Iceberg table starts the Delta log (see DELTA_START_KEY).
+    extra[DELTA_VERSION_KEY] = change.summary?.[DELTA_START_KEY] === 'true' ? '0' : String(nextDeltaVersion(parent));
     if (deletionVectorsOn(parent) || (change.addedDeletes?.length ?? 0) > 0) extra[DELTA_DV_KEY] = 'true';
   }
   return extra;

@@ -31,6 +31,43 @@ export const DELTA_VERSION_KEY = 'delta-version';
  */
 export const DELTA_DV_KEY = 'twinlake.delta.deletion-vectors';
 
+/**
+ * What a snapshot's change was, beyond Iceberg's append/overwrite/delete: `merge`, `delete` (by
+ * predicate) or `alter` (table properties or formats changed), with its parameters as JSON
+ * (`OPERATION_PARAMETERS_KEY`). The Delta version mirroring the snapshot takes Delta's own name
+ * and parameters for it (MERGE, DELETE with its predicate, SET TBLPROPERTIES), so its history reads
+ * like any Delta writer's.
+ */
+export const OPERATION_KEY = 'twinlake.operation';
+export const OPERATION_PARAMETERS_KEY = 'twinlake.operation-parameters';
+
+/**
+ * Set on the snapshot that added Delta to an Iceberg-only table: its Delta version (0) holds the
+ * whole live state of the table, and the versions before it do not exist.
+ */
+export const DELTA_START_KEY = 'twinlake.delta.start';
+
+export type TableOperation = 'merge' | 'delete' | 'alter';
+
+/** The summary entries naming a snapshot's operation and its (Delta-style) parameters. */
+export function operationSummary(operation: TableOperation, parameters: Record<string, string>): Record<string, string> {
+  return { [OPERATION_KEY]: operation, [OPERATION_PARAMETERS_KEY]: JSON.stringify(parameters) };
+}
+
+/** Delta's operation name and parameters for the version mirroring `snapshot`. */
+function deltaOperation(snapshot: Snapshot, partitionBy: string): { operation: string; operationParameters: Record<string, unknown>; blind: boolean } {
+  const op = snapshot.summary[OPERATION_KEY];
+  const raw = snapshot.summary[OPERATION_PARAMETERS_KEY];
+  const params = raw ? (JSON.parse(raw) as Record<string, string>) : {};
+  if (op === 'merge') return { operation: 'MERGE', operationParameters: params, blind: false };
+  if (op === 'delete') return { operation: 'DELETE', operationParameters: params, blind: false };
+  if (op === 'alter') return { operation: params.properties !== undefined ? 'SET TBLPROPERTIES' : 'UNSET TBLPROPERTIES', operationParameters: params, blind: false };
+  // Snapshots written before the operation was recorded: Iceberg's operation is all there is.
+  if (snapshot.summary.operation === 'delete') return { operation: 'DELETE', operationParameters: {}, blind: false };
+  const overwrite = snapshot.summary.operation === 'overwrite';
+  return { operation: 'WRITE', operationParameters: { mode: overwrite ? 'Overwrite' : 'Append', partitionBy }, blind: !overwrite };
+}
+
 export function deletionVectorsOn(snapshot: Snapshot | undefined): boolean {
   return snapshot?.summary[DELTA_DV_KEY] === 'true';
 }
@@ -141,21 +178,22 @@ export function snapshotActions(metadata: TableMetadata, snapshot: Snapshot, fil
     : initialSchema(metadata);
   const physicalNames = readPhysicalNames(metadata);
   const partitionValues = partitionValuesOf(metadata, schema, physicalNames);
-  const overwrite = snapshot.summary.operation === 'overwrite';
   const dvBefore = deletionVectorsOn(parent);
   const dvAfter = deletionVectorsOn(snapshot);
 
+  const op = deltaOperation(snapshot, JSON.stringify(identityColumns(metadata, schema).map((c) => c.name)));
   const commitInfo: CommitInfo = {
     timestamp: ts,
-    operation: snapshot.summary.operation === 'delete' ? 'DELETE' : 'WRITE',
-    operationParameters: { mode: overwrite ? 'Overwrite' : 'Append', partitionBy: JSON.stringify(identityColumns(metadata, schema).map((c) => c.name)) },
-    isBlindAppend: !overwrite && files.removed.length === 0 && files.addedDeletes.length === 0,
+    operation: op.operation,
+    operationParameters: op.operationParameters,
+    isBlindAppend: op.blind && files.removed.length === 0 && files.addedDeletes.length === 0,
     engineInfo: ENGINE_INFO,
     icebergSnapshotId: snapshot['snapshot-id'],
     icebergSequenceNumber: snapshot['sequence-number'],
   };
   const actions: Action[] = [{ commitInfo }];
-  if (previousSchema['schema-id'] !== schema['schema-id'] || dvBefore !== dvAfter) {
+  // An alter snapshot carries new table properties, some of which Delta's metaData mirrors.
+  if (previousSchema['schema-id'] !== schema['schema-id'] || dvBefore !== dvAfter || snapshot.summary[OPERATION_KEY] === 'alter') {
     const before: Protocol = protocolFor(previousSchema, { columnMapping: true, deletionVectors: dvBefore });
     const after: Protocol = protocolFor(schema, { columnMapping: true, deletionVectors: dvAfter });
     if (JSON.stringify(before) !== JSON.stringify(after)) actions.push({ protocol: after });
@@ -203,6 +241,53 @@ export function snapshotActions(metadata: TableMetadata, snapshot: Snapshot, fil
     actions.push({ add: add(f, newDvs.get(path)) });
   }
   for (const f of files.added) actions.push({ add: add(f, newDvs.get(f['file-path'])) });
+  return actions;
+}
+
+/**
+ * The Delta version that starts the log of a table that had Iceberg alone (see DELTA_START_KEY):
+ * protocol, metaData and every live data file of the snapshot, as Delta's CONVERT writes it.
+ * Adding Delta is refused for tables with row-level deletes, so no file has a deletion vector.
+ */
+async function startActions(io: FileIO, metadata: TableMetadata, snapshot: Snapshot): Promise<Action[]> {
+  const ts = snapshot['timestamp-ms'];
+  const schema = schemaById(metadata, snapshot['schema-id'] ?? metadata['current-schema-id']);
+  const physicalNames = readPhysicalNames(metadata);
+  const partitionValues = partitionValuesOf(metadata, schema, physicalNames);
+  const live: DataFile[] = [];
+  for (const m of await readManifestList(io, snapshot['manifest-list'])) {
+    for (const e of await readManifestEntries(io, m, metadata)) {
+      if (e.status === 2) continue;
+      if (m.content !== 0) throw dataInvalid(`delta projection: snapshot ${snapshot['snapshot-id']} starts the Delta log but has delete file ${e['data-file']['file-path']}`);
+      live.push(e['data-file']);
+    }
+  }
+  const partitionedBy = JSON.stringify(identityColumns(metadata, schema).map((c) => c.name));
+  const commitInfo: CommitInfo = {
+    timestamp: ts,
+    operation: 'CONVERT',
+    operationParameters: { numFiles: String(live.length), partitionedBy, collectStats: 'true', sourceFormat: 'iceberg' },
+    engineInfo: ENGINE_INFO,
+    icebergSnapshotId: snapshot['snapshot-id'],
+    icebergSequenceNumber: snapshot['sequence-number'],
+  };
+  const actions: Action[] = [
+    { commitInfo },
+    { protocol: protocolFor(schema, { columnMapping: true }) },
+    { metaData: deltaMetadata(metadata, schema, ts) },
+    { txn: { appId: `iceberg:${metadata['table-uuid']}`, version: snapshot['sequence-number'], lastUpdated: ts } },
+  ];
+  for (const f of live) {
+    const add: AddFile = {
+      path: deltaPath(metadata.location, f['file-path']),
+      partitionValues: partitionValues(f),
+      size: f['file-size-in-bytes'],
+      modificationTime: ts,
+      dataChange: true,
+      stats: deltaStats(f, schema, physicalNames),
+    };
+    actions.push({ add });
+  }
   return actions;
 }
 
@@ -279,6 +364,10 @@ export async function catchUpDelta(
       break;
     }
     missing.push(s);
+    if (s.summary[DELTA_START_KEY] === 'true') {
+      needCreation = false;
+      break;
+    }
     const parentId = s['parent-snapshot-id'];
     s = parentId !== undefined ? snapshotById(metadata, parentId) : undefined;
   }
@@ -308,7 +397,7 @@ export async function catchUpDelta(
     await write(0, creationActions(metadata, created));
   }
   for (const s of missing.reverse()) {
-    const actions = snapshotActions(metadata, s, await snapshotChanges(io, metadata, s));
+    const actions = s.summary[DELTA_START_KEY] === 'true' ? await startActions(io, metadata, s) : snapshotActions(metadata, s, await snapshotChanges(io, metadata, s));
     await write(deltaVersionOf(s)!, actions, s['snapshot-id']);
   }
   return { version: target ? deltaVersionOf(target)! : 0, written };

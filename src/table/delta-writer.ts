@@ -11,6 +11,7 @@ import { writeDeltaCheckpointIfDue } from './delta-checkpoint.ts';
 import { readDeltaSnapshot, writeDeltaCommit } from './delta-log.ts';
 import { deltaPath } from '../spec/delta/replay.ts';
 import { isBlank } from './input-diagnostics.ts';
+import { splitExcluded } from './exclude-columns.ts';
 import { prepareInput, type WriteInput } from './input.ts';
 import { assignPhysicalNames } from './physical-names.ts';
 import type { TableContext } from './table-context.ts';
@@ -36,7 +37,7 @@ export async function writeDeltaOnly(ctx: TableContext, location: string, input:
     const session = await ctx.session();
     if (await isBlank(prepared)) throw invalidInput(`input ${prepared.displayName}: no records; nothing was written`);
     let base = await latest(ctx, location);
-    let incoming = opts.schema ?? (await inferOrExplain(session, prepared));
+    let incoming = opts.schema ?? splitExcluded(await inferOrExplain(session, prepared), opts.excludeColumns, 'write').kept;
     const created = base === undefined;
 
     for (let encodeAttempt = 0; encodeAttempt < 5; encodeAttempt++) {

@@ -1,9 +1,9 @@
-import { mkdir } from 'node:fs/promises';
+import { mkdir, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { systemClock, type Clock } from '../core/clock.ts';
 import { errorMessage, TwinlakeError } from '../core/errors.ts';
 import { fileUri, isUri, joinUri, localPath } from '../core/uri.ts';
-import { parseTableIdentifier, type Catalog, type TableIdentifier } from '../catalog/catalog.ts';
+import { normalizeTableIdentifier, parseTableIdentifier, type Catalog, type TableIdentifier } from '../catalog/catalog.ts';
 import { SqlCatalog } from '../catalog/sql-catalog.ts';
 import { DeltaRegistry } from '../catalog/delta-registry.ts';
 import { DuckDBSession } from '../engine/duckdb-session.ts';
@@ -14,7 +14,11 @@ import { storeForLocation } from '../io/store-for-uri.ts';
 import { parseTableMetadata } from '../spec/iceberg/table-metadata.ts';
 import { locateMetadataFile } from './metadata-locator.ts';
 import { planRead, type ReadPlan, type TableSource } from './reader.ts';
-import { Table, type ReadOptions } from './table.ts';
+import { describeDelta, describeIceberg, deltaTableHistory, icebergHistory, Table, type HistoryEntry, type ReadOptions, type TableDescription } from './table.ts';
+import { latestDeltaVersion } from './delta-log.ts';
+import { listLiveFiles, type LiveFiles } from './live-files.ts';
+import type { TableFormat } from './table-properties.ts';
+import type { TableMetadata } from '../spec/iceberg/types.ts';
 
 export interface LakehouseOptions {
   /** Warehouse directory (or file: URI). Default `./warehouse`. */
@@ -31,6 +35,23 @@ export interface LakehouseOptions {
   io?: FileIO;
   /** Engine (DuckDB) settings: memory limit ("512MB"), threads, spill folder. */
   engine?: { memoryLimit?: string; threads?: number; tempDir?: string };
+  /**
+   * Open for reading only: the warehouse folder and the catalog file are neither created nor
+   * written, so a read-only mount (or a warehouse the user may only read) works. Writes fail
+   * with an `io` error.
+   */
+  readOnly?: boolean;
+}
+
+/** One line of `tables --long`: a table's formats and size; `error` when it could not be read. */
+export interface TableSummary {
+  name: string;
+  formats?: TableFormat[];
+  /** Rows with row-level deletes applied. */
+  rows?: number;
+  files?: number;
+  bytes?: number;
+  error?: string;
 }
 
 /** A FileIO for local `file:` URIs and absolute paths. */
@@ -63,18 +84,27 @@ export class Lakehouse {
 
   static async open(opts: LakehouseOptions = {}): Promise<Lakehouse> {
     const dir = resolve(opts.warehouse ? (isUri(opts.warehouse) ? localPath(opts.warehouse) : opts.warehouse) : 'warehouse');
-    try {
-      await mkdir(dir, { recursive: true });
-    } catch (e) {
-      throw new TwinlakeError('io', `warehouse: cannot create ${dir} (${errorMessage(e)})`);
+    if (!opts.readOnly) {
+      try {
+        await mkdir(dir, { recursive: true });
+      } catch (e) {
+        throw new TwinlakeError('io', `warehouse: cannot create ${dir} (${errorMessage(e)})`);
+      }
+    } else {
+      // Reading a warehouse that was never written is reading an empty one; a path that cannot be
+      // a folder at all is a mistake worth saying.
+      const info = await stat(dir).catch((e: NodeJS.ErrnoException) => (e.code === 'ENOENT' ? undefined : e));
+      if (info instanceof Error) throw new TwinlakeError('io', `warehouse: cannot read ${dir} (${errorMessage(info)})`);
+      if (info && !info.isDirectory()) throw new TwinlakeError('io', `warehouse: ${dir} is not a folder`);
     }
     const io = opts.io ?? localFileIO();
     const warehouse = fileUri(dir);
     let catalog = opts.catalog;
     let deltaRegistry: DeltaRegistry | undefined;
     if (!catalog) {
-      catalog = new SqlCatalog({ name: 'twinlake', dbPath: `${dir}/catalog.db`, warehouse: { store: new LocalStore(dir), rootUri: warehouse } });
-      deltaRegistry = new DeltaRegistry(`${dir}/catalog.db`);
+      const readOnly = opts.readOnly === true;
+      catalog = new SqlCatalog({ name: 'twinlake', dbPath: `${dir}/catalog.db`, warehouse: { store: new LocalStore(dir), rootUri: warehouse }, readOnly });
+      deltaRegistry = new DeltaRegistry(`${dir}/catalog.db`, 'twinlake', { readOnly });
     }
     const warn = opts.onWarning ?? ((m: string) => process.stderr.write(`warning: ${m}\n`));
     return new Lakehouse(warehouse, catalog, io, deltaRegistry, opts.clock ?? systemClock, warn, !opts.catalog);
@@ -82,7 +112,7 @@ export class Lakehouse {
 
   /** A handle on a table (`namespace.table`); it need not exist yet: the first write creates it. */
   table(name: string | TableIdentifier): Table {
-    const ident = typeof name === 'string' ? parseTableIdentifier(name) : name;
+    const ident = typeof name === 'string' ? parseTableIdentifier(name) : normalizeTableIdentifier(name);
     return new Table({
       catalog: this.catalog,
       io: this.io,
@@ -109,19 +139,69 @@ export class Lakehouse {
     return [...new Set(out)].sort();
   }
 
-  /** Plans a read of a table known only by its location (any writer; no catalog needed). */
-  async planPath(path: string, opts: ReadOptions = {}): Promise<ReadPlan> {
+  /** Each table's formats, rows (deletes applied), files and bytes, for `tables --long`. */
+  async tableSummaries(): Promise<TableSummary[]> {
+    const out: TableSummary[] = [];
+    for (const name of await this.listTables()) {
+      try {
+        const d = await this.table(name).describe();
+        out.push({ name, formats: d.formats, rows: d.records - d.deletedRecords, files: d.files, bytes: d.bytes });
+      } catch (e) {
+        // One unreadable table (a missing metadata file) does not hide the others.
+        out.push({ name, error: errorMessage(e) });
+      }
+    }
+    return out;
+  }
+
+  /** A table known only by its location (any writer; no catalog needed). */
+  private pathSource(path: string): TableSource {
     const location = isUri(path) ? path.replace(/\/+$/, '') : fileUri(resolve(path));
     const io = this.io;
-    const source: TableSource = {
+    let metadata: Promise<TableMetadata | undefined> | undefined;
+    return {
       io,
       location,
-      iceberg: async () => {
-        const file = await locateMetadataFile(io, location);
-        return file ? parseTableMetadata(await io.readText(file), file) : undefined;
-      },
+      iceberg: () =>
+        (metadata ??= (async () => {
+          const file = await locateMetadataFile(io, location);
+          return file ? parseTableMetadata(await io.readText(file), file) : undefined;
+        })()),
     };
-    return planRead(source, opts.format, opts);
+  }
+
+  /** Plans a read of a table known only by its location (any writer; no catalog needed). */
+  async planPath(path: string, opts: ReadOptions = {}): Promise<ReadPlan> {
+    return planRead(this.pathSource(path), opts.format, opts);
+  }
+
+  /**
+   * Describes a table known only by its location: through its Iceberg metadata when it has some
+   * (formats: Iceberg, and Delta when a Delta log is beside it), else through its Delta log.
+   */
+  async describePath(path: string): Promise<TableDescription> {
+    const source = this.pathSource(path);
+    const metadata = await source.iceberg();
+    if (!metadata) return describeDelta(path, this.io, source.location);
+    return describeIceberg(path, this.io, metadata, await this.formatsAt(source.location));
+  }
+
+  /** The history of a table known only by its location (see describePath). */
+  async historyPath(path: string): Promise<HistoryEntry[]> {
+    const source = this.pathSource(path);
+    const metadata = await source.iceberg();
+    return metadata ? icebergHistory(metadata) : deltaTableHistory(this.io, source.location);
+  }
+
+  /** The live files of a table known only by its location (see Table.files). */
+  async filesPath(path: string, opts: Omit<ReadOptions, 'limit' | 'where'> = {}): Promise<LiveFiles> {
+    return listLiveFiles(this.pathSource(path), opts.format, opts);
+  }
+
+  private async formatsAt(location: string): Promise<TableFormat[]> {
+    const { store, key } = this.io.storeAt(location);
+    const delta = (await latestDeltaVersion(store, key)) !== undefined;
+    return delta ? ['delta', 'iceberg'] : ['iceberg'];
   }
 
   async readPath(path: string, opts: ReadOptions = {}): Promise<Record<string, unknown>[]> {

@@ -1,13 +1,13 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { invalidInput, TwinlakeError, unsupported } from '../core/errors.ts';
+import { invalidInput, isTwinlakeError, TwinlakeError, unsupported } from '../core/errors.ts';
 import { newUuid } from '../core/ids.ts';
 import { fileUri, localPath } from '../core/uri.ts';
 import { quoteIdent, quoteString } from '../engine/duckdb-session.ts';
 import { currentSchema, currentSnapshot } from '../spec/iceberg/table-metadata.ts';
-import { isPrimitive, ROW_LINEAGE_FIELDS, typeToString } from '../spec/iceberg/schema.ts';
-import type { DataFile, Schema, StructType, TableMetadata } from '../spec/iceberg/types.ts';
+import { assignFreshIds, isPrimitive, ROW_LINEAGE_FIELDS, typeToString } from '../spec/iceberg/schema.ts';
+import type { DataFile, NestedField, Schema, StructType, TableMetadata } from '../spec/iceberg/types.ts';
 import { deleteFileKey } from '../spec/iceberg/manifest.ts';
 import { partitionIdentity } from '../spec/iceberg/snapshot-summary.ts';
 import type { RowDeletesBasis } from './snapshot-producer.ts';
@@ -23,7 +23,10 @@ import { existingDeletes, loadDeletedPositions, writeRowDeletes, type ExistingDe
 import { RoaringBitmap64 } from '../spec/roaring.ts';
 import { commitChange, type CommitOutcome } from './commit.ts';
 import { finishDelta, repairDelta } from './delta-sync.ts';
+import { operationSummary } from './delta-projection.ts';
 import { planSchema, type SchemaPlan } from './schema-plan.ts';
+import { splitExcluded } from './exclude-columns.ts';
+import { assignPhysicalNames } from './physical-names.ts';
 import { tryLoad, type WriteOptions, type WriteResult } from './writer.ts';
 import type { LoadTableResult } from '../catalog/catalog.ts';
 
@@ -110,8 +113,12 @@ export async function mergeTable(ctx: TableContext, input: WriteInput, opts: Mer
     if (await isBlank(prepared)) throw invalidInput(`input ${prepared.displayName}: no records; nothing was merged`);
     let loaded = await tryLoad(ctx);
     if (loaded) await repairDelta(ctx, loaded.metadata, warn);
-    let incoming = opts.schema ?? (await inferOrExplain(session, prepared));
+    const inferred = opts.schema && !opts.excludeColumns?.length ? opts.schema : await inferOrExplain(session, prepared);
+    // Excluded columns steer the merge (deleteWhen, orderBy) but are not stored in the table.
+    const split = splitExcluded(inferred, opts.excludeColumns, 'merge');
+    let incoming = opts.schema ?? split.kept;
     if (loaded && !opts.schema) incoming = alignToTable(incoming, currentSchema(loaded.metadata));
+    for (const k of opts.keys) if (opts.excludeColumns?.includes(k)) throw invalidInput(`merge: key column ${k} cannot be excluded from the table`);
     checkKeys(opts.keys, incoming, 'the input');
     if (loaded) checkKeys(opts.keys, currentSchema(loaded.metadata), `table ${identString(ctx.ident)}`);
     // A table this merge creates has no rows to delete: its first batch is an insert.
@@ -124,9 +131,10 @@ export async function mergeTable(ctx: TableContext, input: WriteInput, opts: Mer
       const plan = planSchema(ctx, loaded?.metadata, incoming, opts);
       requireSameNames(plan);
       // The batch, converted strictly to the table's types, staged as Parquet outside the table.
-      const batchPlan = { ...plan, location: fileUri(staging), spec: { 'spec-id': 0, fields: [] }, targetFileSize: Number.MAX_SAFE_INTEGER };
-      const batch = await encode(ctx, batchPlan, prepared, incoming);
-      await stageBatch(ctx, t, batch, plan.schema, opts);
+      const batchPlan = { ...withSteeringColumns(plan, split.excluded), location: fileUri(staging), spec: { 'spec-id': 0, fields: [] }, targetFileSize: Number.MAX_SAFE_INTEGER };
+      const batch = await encode(ctx, batchPlan, prepared, { ...incoming, fields: [...incoming.fields, ...split.excluded] });
+      const inputNames = new Set([...inferred.fields, ...incoming.fields].map((f) => f.name));
+      await stageBatch(ctx, t, batch, batchPlan.schema, opts, inputNames);
 
       const metadata = loaded?.metadata;
       const live = metadata ? await candidateFiles(ctx, t, metadata, plan.schema, opts.keys) : { data: [], deletes: [], sequenceNumbers: new Map() };
@@ -153,7 +161,7 @@ export async function mergeTable(ctx: TableContext, input: WriteInput, opts: Mer
               rowLineage: touched.length > 0 && rows.lineage,
             }
           : { strategy, touched, sql: inserts, deletedRowsSql: `SELECT * FROM ${t.hits}` };
-      const done = await rewrite(ctx, plan, loaded, rows, change, { displayName: 'merge', strategy }, opts, log);
+      const done = await rewrite(ctx, plan, loaded, rows, change, { displayName: 'merge', strategy, summary: mergeSummary(opts) }, opts, log);
       if (done.status === 'rerun') {
         loaded = done.loaded;
         continue;
@@ -200,7 +208,7 @@ async function deleteAttempts(ctx: TableContext, t: Scratch, where: string, opts
     const touched = live.data.length ? await findHits(ctx, t, live.data, `SELECT ${quoteIdent(FILE)}, ${POS} FROM (${rows.positions(live.data)}) AS r WHERE ${filter.sql}`) : [];
     if (touched.length === 0) {
       return {
-        table: identString(ctx.ident), created: false, mode: 'append', snapshotId: snapshot['snapshot-id'], deltaCommitted: true, files: 0, rows: 0, bytes: 0,
+        table: identString(ctx.ident), created: false, mode: 'delete', snapshotId: snapshot['snapshot-id'], deltaCommitted: true, files: 0, rows: 0, bytes: 0,
         warnings: log.warnings, timings: zeroTimings(), inserted: 0, updated: 0, deleted: 0, rewrittenFiles: 0, rewrittenBytes: 0, strategy, deleteFiles: 0, deleteBytes: 0,
       };
     }
@@ -209,7 +217,7 @@ async function deleteAttempts(ctx: TableContext, t: Scratch, where: string, opts
       strategy === 'copy-on-write'
         ? { strategy, touched, sql: `SELECT * FROM (${await rows.keep(touched)}) AS r WHERE (${filter.sql}) IS NOT TRUE`, rowLineage: rows.lineage }
         : { strategy, touched, deletedRowsSql: `SELECT * FROM ${t.hits}` };
-    const done = await rewrite(ctx, plan, loaded, rows, change, { displayName: 'delete', strategy }, {}, log);
+    const done = await rewrite(ctx, plan, loaded, rows, change, { displayName: 'delete', strategy, summary: operationSummary('delete', { predicate: where }) }, {}, log);
     if (done.status === 'rerun') {
       loaded = done.loaded;
       continue;
@@ -248,7 +256,7 @@ async function rewrite(
   loaded: LoadTableResult | undefined,
   rows: LiveRows,
   change: RowChange,
-  what: { displayName: string; strategy: RowChangeStrategy },
+  what: { displayName: 'merge' | 'delete'; strategy: RowChangeStrategy; summary: Record<string, string> },
   opts: WriteOptions,
   log: WarningLog,
 ): Promise<Rewritten> {
@@ -281,6 +289,7 @@ async function rewrite(
         replaceAll: false,
         removeFiles,
         addedDeletes: deletes.deletes,
+        summary: what.summary,
         ...(rowDeletes && loaded!.metadata['format-version'] >= 2 ? { rowDeletes } : {}),
       },
       loaded,
@@ -302,7 +311,7 @@ async function rewrite(
     result: {
       table: identString(ctx.ident),
       created: outcome.created,
-      mode: 'append',
+      mode: what.displayName,
       snapshotId: snapshot['snapshot-id'],
       deltaVersion,
       deltaCommitted,
@@ -318,6 +327,18 @@ async function rewrite(
       deleteBytes: deletes.bytes,
     },
   };
+}
+
+/** Delta's MERGE parameters (as delta-rs records them): the join on the keys and what each match does. */
+function mergeSummary(opts: MergeOptions): Record<string, string> {
+  const matched = [...(opts.deleteWhen ? [{ actionType: 'delete', predicate: opts.deleteWhen }] : []), { actionType: 'update' }];
+  const notMatched = [{ actionType: 'insert', ...(opts.deleteWhen ? { predicate: `NOT (${opts.deleteWhen})` } : {}) }];
+  return operationSummary('merge', {
+    predicate: opts.keys.map((k) => `target.${k} = source.${k}`).join(' AND '),
+    matchedPredicates: JSON.stringify(matched),
+    notMatchedPredicates: JSON.stringify(notMatched),
+    notMatchedBySourcePredicates: '[]',
+  });
 }
 
 function emptyEncoded(plan: SchemaPlan): EncodedFiles {
@@ -352,6 +373,10 @@ async function deletedPositions(ctx: TableContext, rows: LiveRows, sql: string, 
 function checkKeys(keys: string[], struct: StructType, where: string): void {
   for (const k of keys) {
     const f = struct.fields.find((x) => x.name === k);
+    const parent = k.includes('.') ? struct.fields.find((x) => x.name === k.slice(0, k.indexOf('.'))) : undefined;
+    if (!f && parent && !isPrimitive(parent.type)) {
+      throw invalidInput(`merge: key column ${k} is nested inside ${parent.name} (${typeToString(parent.type)}); keys must be top-level primitive columns`);
+    }
     if (!f) throw invalidInput(`merge: key column ${k} is missing from ${where} (columns: ${struct.fields.map((x) => x.name).join(', ')})`);
     if (!isPrimitive(f.type)) throw invalidInput(`merge: key column ${k} has the nested type ${typeToString(f.type)}; keys must be primitive columns`);
   }
@@ -434,7 +459,7 @@ async function liveRows(
  * Deduplicates the staged batch into the scratch table `batch`: the last record per key wins (or the greatest
  * `orderBy`); `__tl_delete` marks the keys to delete. Null keys are refused.
  */
-async function stageBatch(ctx: TableContext, t: Scratch, batch: EncodedFiles, schema: Schema, opts: MergeOptions): Promise<void> {
+async function stageBatch(ctx: TableContext, t: Scratch, batch: EncodedFiles, schema: Schema, opts: MergeOptions, inputNames: Set<string>): Promise<void> {
   const session = await ctx.session();
   const keys = opts.keys.map(quoteIdent).join(', ');
   const files = `read_parquet([${batch.files.map((f) => quoteString(localPath(f))).join(', ')}], filename = '__tl_bf', file_row_number = true, hive_partitioning = false)`;
@@ -448,12 +473,38 @@ async function stageBatch(ctx: TableContext, t: Scratch, batch: EncodedFiles, sc
     '__tl_bf DESC',
     'file_row_number DESC',
   ].join(', ');
-  const del = opts.deleteWhen !== undefined ? `((${bindFilter(opts.deleteWhen, schema)!.sql}) IS TRUE)` : 'FALSE';
-  if (opts.orderBy && !schema.fields.some((f) => f.name === opts.orderBy)) throw invalidInput(`merge: --order-by column ${opts.orderBy} is not in the table`);
+  // deleteWhen and orderBy look at the records as they came in: their errors name the input's columns.
+  const input: Schema = { ...schema, fields: schema.fields.filter((f) => inputNames.has(f.name)) };
+  const del = opts.deleteWhen !== undefined ? `((${bindDeleteWhen(opts.deleteWhen, input)}) IS TRUE)` : 'FALSE';
+  if (opts.orderBy && !input.fields.some((f) => f.name === opts.orderBy)) {
+    throw invalidInput(`merge: --order-by column ${opts.orderBy} is not in the input (columns: ${input.fields.map((f) => f.name).join(', ')})`);
+  }
+  const dropped = ['__tl_rn', '__tl_bf', 'file_row_number', ...(opts.excludeColumns ?? [])].map(quoteIdent).join(', ');
   await session.run(
-    `CREATE OR REPLACE TEMP TABLE ${t.batch} AS SELECT * EXCLUDE (__tl_rn, __tl_bf, file_row_number), ${del} AS __tl_delete FROM (` +
+    `CREATE OR REPLACE TEMP TABLE ${t.batch} AS SELECT * EXCLUDE (${dropped}), ${del} AS __tl_delete FROM (` +
       `SELECT *, row_number() OVER (PARTITION BY ${keys} ORDER BY ${order}) AS __tl_rn FROM ${files}) WHERE __tl_rn = 1`,
   );
+}
+
+function bindDeleteWhen(where: string, input: Schema): string {
+  try {
+    return bindFilter(where, input)!.sql;
+  } catch (e) {
+    if (isTwinlakeError(e, 'invalid-input')) throw invalidInput(`merge: --delete-when ${JSON.stringify(where)}: ${e.message} (the input's columns: ${input.fields.map((f) => f.name).join(', ')})`);
+    throw e;
+  }
+}
+
+/**
+ * The batch is staged with the table's columns plus the excluded ones that steer the merge,
+ * given field IDs above the table's so they collide with none; they never reach the table.
+ */
+function withSteeringColumns(plan: SchemaPlan, excluded: NestedField[]): SchemaPlan {
+  if (excluded.length === 0) return plan;
+  let next = plan.lastColumnId + 1;
+  const extra = assignFreshIds({ type: 'struct', fields: excluded }, () => next++).fields;
+  const schema: Schema = { ...plan.schema, fields: [...plan.schema.fields, ...extra] };
+  return { ...plan, schema, physicalNames: assignPhysicalNames(schema, plan.physicalNames) };
 }
 
 /** Live files that may hold a key of the batch: by partition and key bounds, before reading data. */

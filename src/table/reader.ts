@@ -70,7 +70,7 @@ export async function planRead(source: TableSource, format: ReadFormat | undefin
   return { format: 'delta', task, deltaVersion: snapshot.version };
 }
 
-function pickIcebergSnapshot(metadata: TableMetadata, travel: TimeTravel): Snapshot | undefined {
+export function pickIcebergSnapshot(metadata: TableMetadata, travel: TimeTravel): Snapshot | undefined {
   if (travel.snapshotId !== undefined) return requireSnapshot(metadata, travel.snapshotId);
   if (travel.version !== undefined) {
     const s = metadata.snapshots.find((x) => deltaVersionOf(x) === travel.version);

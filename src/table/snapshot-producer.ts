@@ -7,6 +7,7 @@ import { deleteFileKey, partitionType } from '../spec/iceberg/manifest.ts';
 import { partitionIdentity, summarize } from '../spec/iceberg/snapshot-summary.ts';
 import { currentSnapshot, isUnpartitioned, specById } from '../spec/iceberg/table-metadata.ts';
 import type { DataFile, FieldSummary, ManifestEntry, ManifestFile, Operation, PartitionSpec, Schema, Snapshot, TableMetadata } from '../spec/iceberg/types.ts';
+import type { TableUpdate } from '../spec/iceberg/updates.ts';
 import { avroCodec, readManifestEntries, readManifestList, syncMarker, writeManifest } from './manifest-io.ts';
 import { intProp, Props, boolProp } from './table-properties.ts';
 
@@ -31,6 +32,13 @@ export interface SnapshotChange {
   addedDeletes?: DataFile[];
   /** The data files a merge or delete changes, and the deletes it planned them with. */
   rowDeletes?: RowDeletesBasis;
+  /**
+   * Extra snapshot summary entries: what the change was (`twinlake.operation`: merge, delete,
+   * alter) and its parameters, which the Delta version mirroring the snapshot is derived from.
+   */
+  summary?: Record<string, string>;
+  /** Table updates committed together with the snapshot (property changes of `alter`). */
+  updates?: TableUpdate[];
 }
 
 /**
@@ -161,7 +169,7 @@ export class SnapshotProducer {
       added: [...this.change.added, ...(this.change.addedDeletes ?? [])],
       removed: [...removed, ...removedDeletes],
       previous: parent?.summary,
-      extra: basis.summaryExtra,
+      extra: { ...basis.summaryExtra, ...this.change.summary },
     });
     const snapshot: Snapshot = {
       'snapshot-id': this.snapshotId,

@@ -102,3 +102,61 @@ export function writePhysicalNames(names: Map<number, string>): string {
   for (const [k, v] of [...names].sort((a, b) => a[0] - b[0])) obj[String(k)] = v;
   return stringifyJson(obj);
 }
+
+/**
+ * Formats and properties given to a write are creation options: on an existing table they must
+ * match what the table has (repeating them is fine, so one pipeline command creates and appends),
+ * and a different value is an error that points to `alter` instead of being silently ignored.
+ */
+export function checkCreationOptions(
+  table: string,
+  current: { formats: TableFormat[]; properties: Record<string, string>; formatVersion?: number },
+  opts: { formats?: TableFormat[] | string; properties?: Record<string, string> },
+): void {
+  if (opts.formats !== undefined) {
+    const wanted = parseFormats(opts.formats);
+    if (wanted.join() !== current.formats.join()) {
+      throw invalidInput(
+        `table ${table}: keeps ${current.formats.join(',')}, and this write asks for formats ${wanted.join(',')}; formats are changed with \`twinlake alter ${table} --formats ${wanted.join(',')}\` (table.alter({ formats }))`,
+      );
+    }
+  }
+  for (const [key, value] of Object.entries(opts.properties ?? {})) {
+    const has = key === Props.formatVersion ? (current.formatVersion === undefined ? undefined : String(current.formatVersion)) : current.properties[key];
+    if (has === value) continue;
+    const now = has === undefined ? 'is not set' : `is ${JSON.stringify(has)}`;
+    throw invalidInput(
+      `table ${table}: property ${key} ${now}, and this write gives ${JSON.stringify(value)}; an existing table's properties are changed with \`twinlake alter ${table} --property ${key}=${value}\` (table.alter({ set }))`,
+    );
+  }
+}
+
+/** Iceberg properties the Delta projection copies into Delta's `metaData.configuration`. */
+export const DELTA_MIRRORED_PROPERTIES: readonly string[] = [Props.deltaCheckpointInterval];
+
+/**
+ * Checks the values of the properties Twinlake reads, as a write would read them: a table is
+ * never left with a setting that fails its next write.
+ */
+export function checkPropertyValues(properties: Record<string, string>, formatVersion: number): void {
+  const asMetadata = { properties, 'format-version': formatVersion } as TableMetadata;
+  rowChangeStrategy(asMetadata, 'merge');
+  rowChangeStrategy(asMetadata, 'delete');
+  for (const key of [Props.targetFileSize, Props.manifestMinCountToMerge, Props.commitRetries, Props.deltaCheckpointInterval]) intProp(properties, key, 1);
+  for (const key of [Props.schemaEvolution, Props.manifestMergeEnabled]) boolProp(properties, key, true);
+  tableFormats(properties);
+}
+
+/**
+ * Why a property cannot be set or removed by `alter`, or undefined when it can: Twinlake keeps
+ * some itself, and some are choices of the table's creation.
+ */
+export function reservedPropertyReason(key: string): string | undefined {
+  if (key === Props.formats) return 'is changed with formats (`--formats`)';
+  if (key === Props.physicalNames || key === Props.nameMapping) return 'is kept by Twinlake from the schema';
+  if (key === Props.formatVersion) return 'is chosen when the table is created';
+  if (key.startsWith('delta.') && !DELTA_MIRRORED_PROPERTIES.includes(key)) {
+    return `is kept by Twinlake in the Delta log, or not one it mirrors (mirrored: ${DELTA_MIRRORED_PROPERTIES.join(', ')})`;
+  }
+  return undefined;
+}

@@ -1,4 +1,10 @@
 import { invalidInput, unsupported } from '../core/errors.ts';
+import { joinUri } from '../core/uri.ts';
+import type { FileIO } from '../io/file-io.ts';
+import { commitPath } from '../spec/delta/actions.ts';
+import { alterTable, type AlterOptions, type AlterResult } from './alter.ts';
+import { listLiveFiles, type LiveFiles } from './live-files.ts';
+import { checkPlacement } from './table-placement.ts';
 import { parseStats } from '../spec/delta/stats.ts';
 import { deltaHistory, deltaScanTask, readDeltaSnapshot } from './delta-log.ts';
 import { writeDeltaOnly } from './delta-writer.ts';
@@ -8,12 +14,12 @@ import type { Schema, StructType, TableMetadata } from '../spec/iceberg/types.ts
 import { ancestors, currentSchema, currentSnapshot, specById } from '../spec/iceberg/table-metadata.ts';
 import { formatPartitionSpec } from '../spec/iceberg/partition-spec-parser.ts';
 import { copyScanTo, countScan, readScan } from '../engine/read-scan.ts';
-import { deltaVersionOf } from './delta-projection.ts';
+import { deltaVersionOf, OPERATION_KEY, type TableOperation } from './delta-projection.ts';
 import type { WriteInput } from './input.ts';
 import { planRead, type ReadFormat, type ReadPlan, type TableSource, type TimeTravel } from './reader.ts';
 import type { TableContext } from './table-context.ts';
 import { identString } from './table-context.ts';
-import { parseFormats, tableFormats, type TableFormat } from './table-properties.ts';
+import { checkCreationOptions, parseFormats, tableFormats, type TableFormat } from './table-properties.ts';
 import { createTable, writeTable, type WriteOptions, type WriteResult } from './writer.ts';
 
 export interface ReadOptions extends TimeTravel {
@@ -29,7 +35,10 @@ export interface HistoryEntry {
   snapshotId?: bigint;
   parentId?: bigint;
   timestamp: string;
+  /** Iceberg's snapshot operation (append, overwrite, delete), or Delta's for a Delta-only table. */
   operation: string;
+  /** What made the snapshot when it was not a plain write: a merge, a delete or an alter. */
+  change?: TableOperation;
   deltaVersion?: number;
   addedFiles: number;
   addedRecords: number;
@@ -89,9 +98,15 @@ export class Table {
 
   async write(input: WriteInput, opts: WriteOptions = {}): Promise<WriteResult> {
     const deltaLocation = this.deltaOnlyLocation();
-    if (deltaLocation) return writeDeltaOnly(this.ctx, deltaLocation, input, opts);
+    if (deltaLocation) {
+      await this.checkOptionsOfExisting(opts);
+      return writeDeltaOnly(this.ctx, deltaLocation, input, opts);
+    }
+    const exists = await this.ctx.catalog.tableExists(this.ctx.ident);
+    if (exists) await this.checkOptionsOfExisting(opts);
+    else await checkPlacement(this.ctx);
     const wantsDeltaOnly = opts.formats !== undefined && parseFormats(opts.formats).join() === 'delta';
-    if (wantsDeltaOnly && !(await this.ctx.catalog.tableExists(this.ctx.ident))) {
+    if (wantsDeltaOnly && !exists) {
       const registry = this.ctx.deltaRegistry;
       if (!registry) throw unsupported(`table ${this.name}: this catalog cannot hold Delta-only tables`);
       const result = await writeDeltaOnly(this.ctx, this.ctx.location, input, opts);
@@ -106,8 +121,10 @@ export class Table {
    * inserted, records matching `deleteWhen` delete their key. Within one batch the last record for
    * a key wins (or the greatest `orderBy`).
    */
-  merge(input: WriteInput, opts: MergeOptions): Promise<MergeResult> {
+  async merge(input: WriteInput, opts: MergeOptions): Promise<MergeResult> {
     if (this.deltaOnlyLocation()) throw unsupported(`table ${this.name}: merging into a Delta-only table is not supported`);
+    if (await this.ctx.catalog.tableExists(this.ctx.ident)) await this.checkOptionsOfExisting(opts);
+    else await checkPlacement(this.ctx);
     return mergeTable(this.ctx, input, opts);
   }
 
@@ -115,6 +132,43 @@ export class Table {
   delete(where: string, opts: DeleteOptions = {}): Promise<MergeResult> {
     if (this.deltaOnlyLocation()) throw unsupported(`table ${this.name}: deleting from a Delta-only table is not supported`);
     return deleteRows(this.ctx, where, opts);
+  }
+
+  /**
+   * Changes table properties (`set`, `unset`) and formats after creation, e.g.
+   * `alter({ set: { 'write.merge.mode': 'merge-on-read' } })` or `alter({ formats: ['iceberg', 'delta'] })`.
+   */
+  alter(opts: AlterOptions): Promise<AlterResult> {
+    return alterTable(this.ctx, opts);
+  }
+
+  /**
+   * The live data files of the current (or a past) version, each with the delete files that
+   * remove some of its rows: exactly what another engine must read to see the table's rows.
+   */
+  async files(opts: Omit<ReadOptions, 'limit' | 'where'> = {}): Promise<LiveFiles> {
+    const deltaLocation = this.deltaOnlyLocation();
+    if (deltaLocation) {
+      if (opts.format === 'iceberg') throw invalidInput(`table ${this.name} keeps only the Delta format; list its files with --format delta`);
+      return listLiveFiles({ io: this.ctx.io, location: deltaLocation, iceberg: async () => undefined }, 'delta', opts);
+    }
+    const metadata = await this.metadata();
+    if (opts.format === 'delta' && !tableFormats(metadata.properties).includes('delta')) throw invalidInput(`table ${this.name} keeps only the Iceberg format; list its files with --format iceberg`);
+    return listLiveFiles({ io: this.ctx.io, location: metadata.location, iceberg: async () => metadata }, opts.format ?? 'iceberg', opts);
+  }
+
+  /** Formats and properties given to a write of an existing table must be the ones it has. */
+  private async checkOptionsOfExisting(opts: Pick<WriteOptions, 'formats' | 'properties'>): Promise<void> {
+    if (opts.formats === undefined && opts.properties === undefined) return;
+    const deltaLocation = this.deltaOnlyLocation();
+    if (deltaLocation) {
+      const { store, key } = this.ctx.io.storeAt(deltaLocation);
+      const snap = await readDeltaSnapshot(store, key, {});
+      checkCreationOptions(this.name, { formats: ['delta'], properties: snap.metadata.configuration }, opts);
+      return;
+    }
+    const metadata = await this.metadata();
+    checkCreationOptions(this.name, { formats: tableFormats(metadata.properties), properties: metadata.properties, formatVersion: metadata['format-version'] }, opts);
   }
 
   /**
@@ -127,6 +181,7 @@ export class Table {
 
   /** Creates the table without data (schema in Iceberg JSON form); Delta version 0 records it. */
   async create(schema: StructType, opts: Omit<WriteOptions, 'mode' | 'schema'> = {}): Promise<void> {
+    if (!(await this.exists())) await checkPlacement(this.ctx);
     await createTable(this.ctx, schema, opts);
   }
 
@@ -185,82 +240,98 @@ export class Table {
   /** Snapshots of the main branch (Delta versions for a Delta-only table), newest first. */
   async history(): Promise<HistoryEntry[]> {
     const deltaLocation = this.deltaOnlyLocation();
-    if (deltaLocation) {
-      const { store, key } = this.ctx.io.storeAt(deltaLocation);
-      let total = 0;
-      const entries = (await deltaHistory(store, key)).reverse().map((c) => {
-        total += c.addedRecords;
-        return {
-          timestamp: new Date(c.timestampMs ?? 0).toISOString(),
-          operation: (c.operation ?? 'unknown').toLowerCase(),
-          deltaVersion: c.version,
-          addedFiles: c.addedFiles,
-          addedRecords: c.addedRecords,
-          totalRecords: c.removedFiles > 0 ? c.addedRecords : total,
-        };
-      });
-      return entries.reverse();
-    }
-    const metadata = await this.metadata();
-    const head = currentSnapshot(metadata);
-    if (!head) return [];
-    return ancestors(metadata, head['snapshot-id']).map((s) => ({
-      snapshotId: s['snapshot-id'],
-      parentId: s['parent-snapshot-id'],
-      timestamp: new Date(s['timestamp-ms']).toISOString(),
-      operation: s.summary.operation,
-      deltaVersion: deltaVersionOf(s),
-      addedFiles: Number(s.summary['added-data-files'] ?? 0),
-      addedRecords: Number(s.summary['added-records'] ?? 0),
-      totalRecords: Number(s.summary['total-records'] ?? 0),
-      schemaId: s['schema-id'],
-    }));
+    if (deltaLocation) return deltaTableHistory(this.ctx.io, deltaLocation);
+    return icebergHistory(await this.metadata());
   }
 
   async describe(): Promise<TableDescription> {
     const deltaLocation = this.deltaOnlyLocation();
-    if (deltaLocation) {
-      const { store, key } = this.ctx.io.storeAt(deltaLocation);
-      const snap = await readDeltaSnapshot(store, key, {});
-      const plan = deltaScanTask(snap, deltaLocation);
-      let records = 0;
-      for (const f of snap.files) records += f.stats ? (parseStats(f.stats).numRecords ?? 0) : 0;
-      return {
-        name: this.name,
-        location: deltaLocation,
-        formats: ['delta'],
-        deltaProtocol: { minReaderVersion: snap.protocol.minReaderVersion, minWriterVersion: snap.protocol.minWriterVersion },
-        tableUuid: snap.metadata.id,
-        schema: plan.schema,
-        partitionSpec: snap.metadata.partitionColumns.join(', '),
-        properties: snap.metadata.configuration,
-        deltaVersion: snap.version,
-        files: snap.files.length,
-        records,
-        deletedRecords: snap.files.reduce((a, f) => a + (f.deletionVector?.cardinality ?? 0), 0),
-        bytes: snap.files.reduce((a, f) => a + f.size, 0),
-        snapshots: snap.version + 1,
-      };
-    }
+    if (deltaLocation) return describeDelta(this.name, this.ctx.io, deltaLocation);
     const metadata = await this.metadata();
-    const head = currentSnapshot(metadata);
-    return {
-      name: this.name,
-      location: metadata.location,
-      formats: tableFormats(metadata.properties),
-      formatVersion: metadata['format-version'],
-      tableUuid: metadata['table-uuid'],
-      schema: currentSchema(metadata),
-      partitionSpec: formatPartitionSpec(specById(metadata, metadata['default-spec-id']), currentSchema(metadata)),
-      properties: metadata.properties,
-      currentSnapshotId: head?.['snapshot-id'],
-      deltaVersion: head ? deltaVersionOf(head) : undefined,
-      files: Number(head?.summary['total-data-files'] ?? 0),
-      records: Number(head?.summary['total-records'] ?? 0),
-      deletedRecords: Number(head?.summary['total-position-deletes'] ?? 0),
-      bytes: Number(head?.summary['total-files-size'] ?? 0),
-      snapshots: metadata.snapshots.length,
-    };
+    return describeIceberg(this.name, this.ctx.io, metadata, tableFormats(metadata.properties));
   }
+}
+
+/** The snapshots of the main branch, newest first; total rows with row-level deletes applied. */
+export function icebergHistory(metadata: TableMetadata): HistoryEntry[] {
+  const head = currentSnapshot(metadata);
+  if (!head) return [];
+  return ancestors(metadata, head['snapshot-id']).map((s) => ({
+    snapshotId: s['snapshot-id'],
+    parentId: s['parent-snapshot-id'],
+    timestamp: new Date(s['timestamp-ms']).toISOString(),
+    operation: s.summary.operation,
+    ...(s.summary[OPERATION_KEY] ? { change: s.summary[OPERATION_KEY] as TableOperation } : {}),
+    deltaVersion: deltaVersionOf(s),
+    addedFiles: Number(s.summary['added-data-files'] ?? 0),
+    addedRecords: Number(s.summary['added-records'] ?? 0),
+    totalRecords: Number(s.summary['total-records'] ?? 0) - Number(s.summary['total-position-deletes'] ?? 0),
+    schemaId: s['schema-id'],
+  }));
+}
+
+/** The versions of a Delta log, newest first. */
+export async function deltaTableHistory(io: FileIO, location: string): Promise<HistoryEntry[]> {
+  const { store, key } = io.storeAt(location);
+  let total = 0;
+  const entries = (await deltaHistory(store, key)).reverse().map((c) => {
+    total = c.removedFiles > 0 && c.operation === 'WRITE' ? c.addedRecords : total + c.addedRecords;
+    return {
+      timestamp: new Date(c.timestampMs ?? 0).toISOString(),
+      operation: (c.operation ?? 'unknown').toLowerCase(),
+      deltaVersion: c.version,
+      addedFiles: c.addedFiles,
+      addedRecords: c.addedRecords,
+      totalRecords: total,
+    };
+  });
+  return entries.reverse();
+}
+
+export async function describeDelta(name: string, io: FileIO, location: string): Promise<TableDescription> {
+  const { store, key } = io.storeAt(location);
+  const snap = await readDeltaSnapshot(store, key, {});
+  const plan = deltaScanTask(snap, location);
+  let records = 0;
+  for (const f of snap.files) records += f.stats ? (parseStats(f.stats).numRecords ?? 0) : 0;
+  return {
+    name,
+    location,
+    formats: ['delta'],
+    deltaProtocol: { minReaderVersion: snap.protocol.minReaderVersion, minWriterVersion: snap.protocol.minWriterVersion },
+    tableUuid: snap.metadata.id,
+    schema: plan.schema,
+    partitionSpec: snap.metadata.partitionColumns.join(', '),
+    properties: snap.metadata.configuration,
+    deltaVersion: snap.version,
+    files: snap.files.length,
+    records,
+    deletedRecords: snap.files.reduce((a, f) => a + (f.deletionVector?.cardinality ?? 0), 0),
+    bytes: snap.files.reduce((a, f) => a + f.size, 0),
+    snapshots: snap.version + 1,
+  };
+}
+
+export async function describeIceberg(name: string, io: FileIO, metadata: TableMetadata, formats: TableFormat[]): Promise<TableDescription> {
+  const head = currentSnapshot(metadata);
+  // Before the first snapshot, Delta version 0 records the table's creation.
+  const deltaVersion = head ? deltaVersionOf(head) : formats.includes('delta') && (await io.exists(joinUri(metadata.location, commitPath(0)))) ? 0 : undefined;
+  return {
+    name,
+    location: metadata.location,
+    formats,
+    formatVersion: metadata['format-version'],
+    tableUuid: metadata['table-uuid'],
+    schema: currentSchema(metadata),
+    partitionSpec: formatPartitionSpec(specById(metadata, metadata['default-spec-id']), currentSchema(metadata)),
+    properties: metadata.properties,
+    currentSnapshotId: head?.['snapshot-id'],
+    deltaVersion,
+    files: Number(head?.summary['total-data-files'] ?? 0),
+    records: Number(head?.summary['total-records'] ?? 0),
+    deletedRecords: Number(head?.summary['total-position-deletes'] ?? 0),
+    bytes: Number(head?.summary['total-files-size'] ?? 0),
+    snapshots: metadata.snapshots.length,
+  };
 }
 

@@ -9,6 +9,7 @@ import { commitDelta, finishDelta, repairDelta } from './delta-sync.ts';
 import { isBlank } from './input-diagnostics.ts';
 import { prepareInput, type WriteInput } from './input.ts';
 import { planSchema, type SchemaPlan } from './schema-plan.ts';
+import { splitExcluded } from './exclude-columns.ts';
 import type { TableContext } from './table-context.ts';
 import { identString, warningLog } from './table-context.ts';
 import { parseFormats, tableFormats, type TableFormat } from './table-properties.ts';
@@ -28,12 +29,18 @@ export interface WriteOptions {
    * an existing table a different spec is a partition evolution.
    */
   partition?: string;
+  /**
+   * Top-level input columns not to store: columns that only steer a merge (`deleteWhen`,
+   * `orderBy`), e.g. a CDC feed's `op` and `seq`.
+   */
+  excludeColumns?: string[];
 }
 
 export interface WriteResult {
   table: string;
   created: boolean;
-  mode: WriteMode;
+  /** What the write did: append or overwrite, or a merge or a delete (MergeResult). */
+  mode: WriteMode | 'merge' | 'delete';
   /** The Iceberg snapshot written; undefined for a Delta-only table. */
   snapshotId?: bigint;
   /** The Delta version that mirrors the snapshot; undefined when Delta is off for the table. */
@@ -65,7 +72,7 @@ export async function writeTable(ctx: TableContext, input: WriteInput, opts: Wri
     const session = await ctx.session();
     if (await isBlank(prepared)) throw invalidInput(`input ${prepared.displayName}: no records; nothing was written`);
     let loaded = await tryLoad(ctx);
-    let incoming = opts.schema ?? (await inferOrExplain(session, prepared));
+    let incoming = opts.schema ?? splitExcluded(await inferOrExplain(session, prepared), opts.excludeColumns, 'write').kept;
     if (loaded && !opts.schema) incoming = alignToTable(incoming, currentSchema(loaded.metadata));
     if (loaded) await repairDelta(ctx, loaded.metadata, warn);
 

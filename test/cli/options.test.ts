@@ -32,7 +32,7 @@ describe('options', () => {
   it('a single-value option given twice is a usage error, for every option of every command', async () => {
     const options = valueOptions();
     expect(options.filter((o) => !o.repeatable).length).toBeGreaterThan(25);
-    expect(options.filter((o) => o.repeatable).map((o) => `${o.prefix[0]} ${o.flag}`)).toEqual(['write --property', 'create --property']);
+    expect(options.filter((o) => o.repeatable).map((o) => `${o.prefix[0]} ${o.flag}`)).toEqual(['write --property', 'create --property', 'alter --property', 'alter --unset']);
     for (const o of options.filter((x) => !x.repeatable)) {
       const r = await parse([...o.prefix, o.flag, 'one', o.flag, 'two']);
       const where = o.prefix.length ? `${o.prefix[0]}: ` : '';
@@ -125,7 +125,7 @@ describe('options through the real command', () => {
       [['read', 'o.t', '--where', 'id =='], 3, /^twinlake: filter: expected a value after '==' at column 6/],
       [['read', 'o.missing'], 4, /o\.missing does not exist/],
       [['create', 'o.t', '--schema', schema], 5, /o\.t already exists/],
-      [['--warehouse', join(tmp.path, 'a-file', 'wh'), 'tables'], 6, /^twinlake: warehouse: cannot create .*ENOTDIR/],
+      [['--warehouse', join(tmp.path, 'a-file', 'wh'), 'tables'], 6, /^twinlake: warehouse: cannot read .*ENOTDIR/],
     ];
     for (const [args, code, message] of cases) {
       const r = cli(args[0] === '--warehouse' ? args : ['--warehouse', wh, ...args]);
@@ -182,7 +182,10 @@ describe('config file and warehouse precedence through the real command', () => 
     try {
       expect(cli(['--config', join(confDir, 'twinlake.json'), 'tables', '--warehouse', b]).stdout.trim()).toBe('p.t');
       expect(cli(['--config', join(confDir, 'twinlake.json'), 'tables']).stdout.trim()).toBe('');
+      // ... and the environment beats the config file.
+      expect(cli(['--config', join(confDir, 'twinlake.json'), 'write', 'e.t', '--input', input]).code).toBe(0);
       expect(listFiles(join(tmp.path, 'env-wh'))).toContain('catalog.db');
+      expect(listFiles(join(confDir, 'wh')).some((f) => f.startsWith('e/'))).toBe(false);
     } finally {
       delete process.env.TWINLAKE_WAREHOUSE;
     }

@@ -1,0 +1,57 @@
+import { invalidInput } from '../core/errors.ts';
+import type { TableIdentifier } from '../catalog/catalog.ts';
+import type { TableContext } from './table-context.ts';
+import { identString } from './table-context.ts';
+
+/**
+ * Tables never nest (DESIGN.md §10): a table's folder is `<warehouse>/<namespace levels>/<name>`,
+ * so `ns.t.data` would be the folder `data/` of table `ns.t`, where cleaning `ns.t` (orphan files,
+ * a purge) would delete it, and `ns.t._delta_log` would even become `ns.t`'s Delta log. A new table
+ * is refused when its levels extend another table's, or another table's extend its own.
+ *
+ * Checked when a table is created; two creators racing with nesting names are not caught here.
+ */
+export async function checkPlacement(ctx: Pick<TableContext, 'catalog' | 'deltaRegistry' | 'ident'>): Promise<void> {
+  const levels = [...ctx.ident.namespace, ctx.ident.name];
+  const name = identString(ctx.ident);
+  // A table whose folder holds the new one: some shorter prefix of its levels.
+  for (let k = 1; k < levels.length - 1; k++) {
+    const outer: TableIdentifier = { namespace: levels.slice(0, k), name: levels[k]! };
+    if (await exists(ctx, outer)) throw nested(name, identString(outer), 'inside');
+  }
+  // Tables below the new one's folder: in the namespace named by all its levels, or deeper.
+  const inner = await firstTableUnder(ctx, levels);
+  if (inner) throw nested(name, inner, 'around');
+}
+
+async function exists(ctx: Pick<TableContext, 'catalog' | 'deltaRegistry'>, id: TableIdentifier): Promise<boolean> {
+  return ctx.deltaRegistry?.location(id) !== undefined || (await ctx.catalog.tableExists(id));
+}
+
+async function firstTableUnder(ctx: Pick<TableContext, 'catalog' | 'deltaRegistry'>, namespace: string[]): Promise<string | undefined> {
+  for (const t of ctx.deltaRegistry?.list() ?? []) {
+    if (t.namespace.length >= namespace.length && namespace.every((l, i) => t.namespace[i] === l)) return identString(t);
+  }
+  if (!(await ctx.catalog.namespaceExists(namespace))) return undefined;
+  const visit = async (ns: string[]): Promise<string | undefined> => {
+    const tables = await ctx.catalog.listTables(ns);
+    if (tables.length > 0) return identString(tables[0]!);
+    for (const child of await ctx.catalog.listNamespaces(ns)) {
+      const found = await visit(child);
+      if (found) return found;
+    }
+    return undefined;
+  };
+  return visit(namespace);
+}
+
+function nested(name: string, other: string, how: 'inside' | 'around'): Error {
+  const where =
+    how === 'inside'
+      ? `its folder would lie inside the folder of table ${other}`
+      : `its folder would hold the folder of table ${other}`;
+  return invalidInput(`table ${name}: ${where}, and tables never nest (cleaning one would delete the other's files); choose another name`, {
+    table: name,
+    other,
+  });
+}
