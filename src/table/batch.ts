@@ -8,7 +8,7 @@ import { encodeParquet, type EncodedFileStats } from '../engine/encode.ts';
 import { partitionKeys, registerPartitionFunctions } from '../engine/partition-keys.ts';
 import { partitionPathSegment } from '../spec/iceberg/transforms.ts';
 import type { LiteralValue } from '../spec/scan-task.ts';
-import { inferSchema, inputRelation } from '../engine/infer-schema.ts';
+import { inferSchema, inputRelation, resolveUnknown } from '../engine/infer-schema.ts';
 import type { FileIO } from '../io/file-io.ts';
 import { canPromote, indexById, ROW_LINEAGE_FIELDS, typeToString } from '../spec/iceberg/schema.ts';
 import type { DataFile, IcebergType, PartitionSpec, PartitionTuple, Schema, StructType } from '../spec/iceberg/types.ts';
@@ -38,12 +38,18 @@ export interface BatchContext {
   session: () => Promise<DuckDBSession>;
 }
 
-export async function inferOrExplain(session: DuckDBSession, input: PreparedInput): Promise<StructType> {
+/**
+ * The schema of the input, inferred; for an existing table, read against the table's schema
+ * (`alignToTable`), so what the sample leaves open (nulls, empty lists) takes the table's types.
+ */
+export async function inferOrExplain(session: DuckDBSession, input: PreparedInput, table?: StructType): Promise<StructType> {
+  let inferred: StructType;
   try {
-    return await inferSchema(session, { path: input.path, format: input.format });
+    inferred = await inferSchema(session, { path: input.path, format: input.format });
   } catch (e) {
     throw (await diagnoseInput(input)) ?? (isTwinlakeError(e) ? e : invalidInput(`input ${input.displayName}: ${errorMessage(e)}`));
   }
+  return table ? alignToTable(inferred, table) : resolveUnknown(inferred);
 }
 
 const STORAGE_ERRORS = new Set(['EACCES', 'EPERM', 'EROFS', 'ENOSPC', 'ENOTDIR', 'EEXIST', 'EISDIR']);
@@ -61,21 +67,56 @@ async function explainEncodeFailure(e: unknown, input: PreparedInput, dataDir: s
 }
 
 /**
- * For an existing table, an input column whose inferred primitive type differs from the table's
- * is read as the table's type: CSV digits become the table's decimal, and a value that does not
- * fit fails on that very row with its column, row and value named.
+ * The types a batch is read as when it goes into an existing table: the table's type wherever the
+ * batch fits it, at every depth (struct fields, list elements, map keys and values), so the strict
+ * conversion reads each value as the table's type and a value that does not fit fails on that very
+ * row with its column, row and value named (CSV digits become the table's decimal, a whole number
+ * goes into a double). Elsewhere the batch's own type stays, for schema evolution to judge:
+ * - a wider primitive (int → long, float → double, decimal precision up) widens the table;
+ * - a field the table lacks, in any struct, is added;
+ * - `unknown` (only nulls, empty lists or mixed values in the sample) fits any type;
+ * - a JSON object (inferred as a struct) fits a map column: its fields are the map's entries;
+ * - an empty object (inferred as a map of unknown) fits a struct column;
+ * - anything else (a struct where the table has a string, ...) is left for evolution to refuse.
+ * Fields of the table's structs that the batch lacks are read too (rows past the sample may hold
+ * them); absent, they are null. Top-level columns the batch lacks are written as nulls.
  */
-export function alignToTable(incoming: StructType, table: Schema): StructType {
+export function alignToTable(incoming: StructType, table: StructType): StructType {
   const byName = new Map(table.fields.map((f) => [f.name, f]));
   return {
     ...incoming,
     fields: incoming.fields.map((f) => {
       const t = byName.get(f.name);
-      if (!t || typeof t.type !== 'string' || typeof f.type !== 'string' || t.type === f.type) return f;
-      if (canPromote(t.type, f.type)) return f; // evolution widens the table instead
-      return { ...f, type: t.type };
+      return { ...f, type: t ? fitType(t.type, f.type) : resolveUnknown(f.type) };
     }),
   };
+}
+
+function fitType(table: IcebergType, batch: IcebergType): IcebergType {
+  if (batch === 'unknown') return table;
+  if (typeof table === 'string' || typeof batch === 'string') {
+    if (typeof table !== 'string' || typeof batch !== 'string') return resolveUnknown(batch);
+    return canPromote(table, batch) ? batch : table;
+  }
+  if (table.type === 'struct' && batch.type === 'struct') {
+    const inBatch = new Set(batch.fields.map((f) => f.name));
+    const byName = new Map(table.fields.map((f) => [f.name, f]));
+    const fields = batch.fields.map((f) => {
+      const t = byName.get(f.name);
+      return { ...f, type: t ? fitType(t.type, f.type) : resolveUnknown(f.type) };
+    });
+    return { ...batch, fields: [...fields, ...table.fields.filter((f) => !inBatch.has(f.name))] };
+  }
+  if (table.type === 'struct' && batch.type === 'map' && batch.value === 'unknown') return table;
+  if (table.type === 'list' && batch.type === 'list') return { ...batch, element: fitType(table.element, batch.element) };
+  if (table.type === 'map' && batch.type === 'map') return { ...batch, key: fitType(table.key, batch.key), value: fitType(table.value, batch.value) };
+  if (table.type === 'map' && batch.type === 'struct') {
+    // Every field is an entry: the value type must take each field's values.
+    let value: IcebergType = table.value;
+    for (const f of batch.fields) value = fitType(value, f.type);
+    return { ...table, value };
+  }
+  return resolveUnknown(batch);
 }
 
 export interface EncodedFiles {

@@ -6,7 +6,7 @@ import type { DeltaSnapshot } from '../spec/delta/replay.ts';
 import { assignFreshIds, evolveSchema, indexById } from '../spec/iceberg/schema.ts';
 import type { Schema, StructType } from '../spec/iceberg/types.ts';
 import { deltaStats } from '../spec/parquet/stats.ts';
-import { alignToTable, encode, inferOrExplain, type EncodedFiles } from './batch.ts';
+import { encode, inferOrExplain, type EncodedFiles } from './batch.ts';
 import { writeDeltaCheckpointIfDue } from './delta-checkpoint.ts';
 import { readDeltaSnapshot, writeDeltaCommit } from './delta-log.ts';
 import { deltaPath } from '../spec/delta/replay.ts';
@@ -36,12 +36,11 @@ export async function writeDeltaOnly(ctx: TableContext, location: string, input:
     const session = await ctx.session();
     if (await isBlank(prepared)) throw invalidInput(`input ${prepared.displayName}: no records; nothing was written`);
     let base = await latest(ctx, location);
-    let incoming = opts.schema ?? (await inferOrExplain(session, prepared));
+    const incoming = opts.schema ?? (await inferOrExplain(session, prepared, base && deltaTableSchema(base).schema));
     const created = base === undefined;
 
     for (let encodeAttempt = 0; encodeAttempt < 5; encodeAttempt++) {
       const plan = planDeltaSchema(base, incoming, opts);
-      if (base && !opts.schema) incoming = alignToTable(incoming, plan.schema);
       const encodeStart = performance.now();
       const written = await encode(ctx, { ...plan, location, spec: { 'spec-id': 0, fields: [] } }, prepared, incoming);
       const encodeMs = performance.now() - encodeStart;
@@ -110,6 +109,12 @@ interface DeltaSchemaPlan {
   tableId: string;
 }
 
+/** The Delta table's schema with its field IDs (column mapping), and its physical names. */
+function deltaTableSchema(base: DeltaSnapshot): { schema: Schema; physicalNames: Map<number, string> } {
+  const parsed = fromDeltaSchema(base.metadata.schemaString, 'name');
+  return { schema: { ...parsed.schema, 'schema-id': 0 }, physicalNames: parsed.physicalNames };
+}
+
 function planDeltaSchema(base: DeltaSnapshot | undefined, incoming: StructType, opts: WriteOptions): DeltaSchemaPlan {
   if (!base) {
     let next = 1;
@@ -130,8 +135,8 @@ function planDeltaSchema(base: DeltaSnapshot | undefined, incoming: StructType, 
       tableId: newUuid(),
     };
   }
-  const parsed = fromDeltaSchema(base.metadata.schemaString, 'name');
-  const current: Schema = { ...parsed.schema, 'schema-id': 0 };
+  const parsed = deltaTableSchema(base);
+  const current = parsed.schema;
   const configuration = { ...base.metadata.configuration };
   const lastColumnId = Math.max(Number(configuration['delta.columnMapping.maxColumnId'] ?? 0), ...indexById(current).keys());
   const evolved = evolveSchema(current, incoming, lastColumnId, {

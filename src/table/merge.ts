@@ -11,7 +11,7 @@ import type { DataFile, Schema, StructType, TableMetadata } from '../spec/iceber
 import { deleteFileKey } from '../spec/iceberg/manifest.ts';
 import { partitionIdentity } from '../spec/iceberg/snapshot-summary.ts';
 import type { RowDeletesBasis } from './snapshot-producer.ts';
-import { alignToTable, encode, encodeFrom, inferOrExplain, type EncodedFiles } from './batch.ts';
+import { encode, encodeFrom, inferOrExplain, type EncodedFiles } from './batch.ts';
 import { engineLocalPath, liveFiles } from './iceberg-scan.ts';
 import { isBlank } from './input-diagnostics.ts';
 import { prepareInput, type WriteInput } from './input.ts';
@@ -110,8 +110,7 @@ export async function mergeTable(ctx: TableContext, input: WriteInput, opts: Mer
     if (await isBlank(prepared)) throw invalidInput(`input ${prepared.displayName}: no records; nothing was merged`);
     let loaded = await tryLoad(ctx);
     if (loaded) await repairDelta(ctx, loaded.metadata, warn);
-    let incoming = opts.schema ?? (await inferOrExplain(session, prepared));
-    if (loaded && !opts.schema) incoming = alignToTable(incoming, currentSchema(loaded.metadata));
+    const incoming = opts.schema ?? (await inferOrExplain(session, prepared, loaded && currentSchema(loaded.metadata)));
     checkKeys(opts.keys, incoming, 'the input');
     if (loaded) checkKeys(opts.keys, currentSchema(loaded.metadata), `table ${identString(ctx.ident)}`);
     // A table this merge creates has no rows to delete: its first batch is an insert.

@@ -3,7 +3,7 @@ import { ensureNamespace, type LoadTableResult } from '../catalog/catalog.ts';
 import { indexById } from '../spec/iceberg/schema.ts';
 import { currentSchema } from '../spec/iceberg/table-metadata.ts';
 import type { StructType, TableMetadata } from '../spec/iceberg/types.ts';
-import { alignToTable, encode, inferOrExplain, type EncodedFiles } from './batch.ts';
+import { encode, inferOrExplain, type EncodedFiles } from './batch.ts';
 import { commitChange } from './commit.ts';
 import { commitDelta, finishDelta, repairDelta } from './delta-sync.ts';
 import { isBlank } from './input-diagnostics.ts';
@@ -65,8 +65,7 @@ export async function writeTable(ctx: TableContext, input: WriteInput, opts: Wri
     const session = await ctx.session();
     if (await isBlank(prepared)) throw invalidInput(`input ${prepared.displayName}: no records; nothing was written`);
     let loaded = await tryLoad(ctx);
-    let incoming = opts.schema ?? (await inferOrExplain(session, prepared));
-    if (loaded && !opts.schema) incoming = alignToTable(incoming, currentSchema(loaded.metadata));
+    const incoming = opts.schema ?? (await inferOrExplain(session, prepared, loaded && currentSchema(loaded.metadata)));
     if (loaded) await repairDelta(ctx, loaded.metadata, warn);
 
     for (let encodeAttempt = 0; ; encodeAttempt++) {

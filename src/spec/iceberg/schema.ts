@@ -186,26 +186,24 @@ const pathName = (path: string[]) => path.join('.');
 
 function mergeStruct(table: StructType, batch: StructType, path: string[], ctx: MergeContext): StructType {
   const byName = new Map(table.fields.map((f) => [f.name, f]));
-  const seen = new Set<string>();
-  const fields = table.fields.map((f) => ({ ...f }));
-  const added: NestedField[] = [];
+  const seen = new Map<string, NestedField>();
   for (const bf of batch.fields) {
-    if (seen.has(bf.name)) {
-      ctx.errors.push(`column ${pathName([...path, bf.name])} appears twice in the batch`);
-      continue;
-    }
-    seen.add(bf.name);
-    const tf = byName.get(bf.name);
-    const fieldPath = [...path, bf.name];
-    if (!tf) {
-      // As Java's UpdateSchema.addColumn: the column takes its ID, then its nested fields theirs.
-      const id = ++ctx.nextId;
-      added.push({ ...bf, id, required: false, type: freshType(bf.type, () => ++ctx.nextId) });
-      ctx.changes.push(`new column ${pathName(fieldPath)}: ${typeToString(bf.type)}`);
-      continue;
-    }
-    const i = table.fields.indexOf(tf);
-    fields[i] = { ...tf, type: mergeType(tf.type, bf.type, fieldPath, ctx) };
+    if (seen.has(bf.name)) ctx.errors.push(`column ${pathName([...path, bf.name])} appears twice in the batch`);
+    else seen.set(bf.name, bf);
+  }
+  // Existing fields first, in table order, then new ones in batch order: IDs then depend only on
+  // the resulting schema, so evolving the table again by the evolved schema gives the same IDs.
+  const fields = table.fields.map((tf) => {
+    const bf = seen.get(tf.name);
+    return bf ? { ...tf, type: mergeType(tf.type, bf.type, [...path, tf.name], ctx) } : { ...tf };
+  });
+  const added: NestedField[] = [];
+  for (const bf of seen.values()) {
+    if (byName.has(bf.name)) continue;
+    // As Java's UpdateSchema.addColumn: the column takes its ID, then its nested fields theirs.
+    const id = ++ctx.nextId;
+    added.push({ ...bf, id, required: false, type: freshType(bf.type, () => ++ctx.nextId) });
+    ctx.changes.push(`new column ${pathName([...path, bf.name])}: ${typeToString(bf.type)}`);
   }
   return { ...table, fields: [...fields, ...added] };
 }
