@@ -145,6 +145,10 @@ export function registerCommands(program: Command): void {
         out(`  files             ${result.files}`);
         out(`  rows              ${result.rows}`);
         out(`  bytes             ${result.bytes}`);
+        const added = result.schemaChanges.flatMap((c) => (c.change === 'added' ? [`${c.column}: ${c.type}`] : []));
+        const widened = result.schemaChanges.flatMap((c) => (c.change === 'widened' ? [`${c.column}: ${c.from} → ${c.to}`] : []));
+        if (added.length) out(`  columns added     ${added.join(', ')}`);
+        if (widened.length) out(`  types widened     ${widened.join(', ')}`);
       });
     });
 

@@ -3,7 +3,7 @@ import { newUuid } from '../core/ids.ts';
 import type { Action, AddFile, CommitInfo, Metadata, RemoveFile } from '../spec/delta/actions.ts';
 import { fromDeltaSchema, protocolFor, toDeltaSchema } from '../spec/delta/schema.ts';
 import type { DeltaSnapshot } from '../spec/delta/replay.ts';
-import { assignFreshIds, evolveSchema, indexById } from '../spec/iceberg/schema.ts';
+import { assignFreshIds, evolveSchema, indexById, type SchemaChange } from '../spec/iceberg/schema.ts';
 import type { Schema, StructType } from '../spec/iceberg/types.ts';
 import { deltaStats } from '../spec/parquet/stats.ts';
 import { encode, inferOrExplain, type EncodedFiles } from './batch.ts';
@@ -71,6 +71,7 @@ export async function writeDeltaOnly(ctx: TableContext, location: string, input:
               rows: written.rows,
               bytes: written.bytes,
               warnings,
+              schemaChanges: plan.changes,
               timings: { encodeMs, icebergCommitMs, deltaCommitMs, checkpointMs: performance.now() - checkpointStart },
             };
           }
@@ -104,6 +105,8 @@ interface DeltaSchemaPlan {
   physicalNames: Map<number, string>;
   lastColumnId: number;
   changed: boolean;
+  /** Columns added and types widened by this batch (none for a new table). */
+  changes: SchemaChange[];
   configuration: Record<string, string>;
   targetFileSize: number;
   tableId: string;
@@ -130,6 +133,7 @@ function planDeltaSchema(base: DeltaSnapshot | undefined, incoming: StructType, 
       physicalNames: assignPhysicalNames(schema, new Map()),
       lastColumnId: next - 1,
       changed: true,
+      changes: [],
       configuration,
       targetFileSize: intProp(configuration, Props.targetFileSize, DEFAULT_TARGET_FILE_SIZE),
       tableId: newUuid(),
@@ -149,6 +153,7 @@ function planDeltaSchema(base: DeltaSnapshot | undefined, incoming: StructType, 
     physicalNames: assignPhysicalNames(evolved.schema, parsed.physicalNames),
     lastColumnId: evolved.lastColumnId,
     changed: evolved.changed,
+    changes: evolved.changes,
     configuration,
     targetFileSize: intProp(configuration, Props.targetFileSize, DEFAULT_TARGET_FILE_SIZE),
     tableId: base.metadata.id,

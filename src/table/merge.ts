@@ -200,7 +200,7 @@ async function deleteAttempts(ctx: TableContext, t: Scratch, where: string, opts
     if (touched.length === 0) {
       return {
         table: identString(ctx.ident), created: false, mode: 'append', snapshotId: snapshot['snapshot-id'], deltaCommitted: true, files: 0, rows: 0, bytes: 0,
-        warnings: log.warnings, timings: zeroTimings(), inserted: 0, updated: 0, deleted: 0, rewrittenFiles: 0, rewrittenBytes: 0, strategy, deleteFiles: 0, deleteBytes: 0,
+        warnings: log.warnings, schemaChanges: [], timings: zeroTimings(), inserted: 0, updated: 0, deleted: 0, rewrittenFiles: 0, rewrittenBytes: 0, strategy, deleteFiles: 0, deleteBytes: 0,
       };
     }
     const deletedRows = Number((await session.all(`SELECT count(*) AS n FROM ${t.hits}`))[0]!.n);
@@ -309,6 +309,7 @@ async function rewrite(
       rows: written.rows,
       bytes: written.bytes,
       warnings: log.warnings,
+      schemaChanges: plan.schemaChanges,
       timings: zeroTimings(),
       rewrittenFiles: cow ? touched.length : 0,
       rewrittenBytes: cow ? touched.reduce((a, f) => a + f['file-size-in-bytes'], 0) : 0,

@@ -1,6 +1,6 @@
 import { invalidInput, isTwinlakeError, TwinlakeError, unsupported } from '../core/errors.ts';
 import { ensureNamespace, type LoadTableResult } from '../catalog/catalog.ts';
-import { indexById } from '../spec/iceberg/schema.ts';
+import { indexById, type SchemaChange } from '../spec/iceberg/schema.ts';
 import { currentSchema } from '../spec/iceberg/table-metadata.ts';
 import type { StructType, TableMetadata } from '../spec/iceberg/types.ts';
 import { encode, inferOrExplain, type EncodedFiles } from './batch.ts';
@@ -44,6 +44,11 @@ export interface WriteResult {
   rows: number;
   bytes: number;
   warnings: string[];
+  /**
+   * How this write evolved the table's schema: columns added and types widened, each named by
+   * its full path (`customer.address.zip`, `items.element.color`); empty when it did not.
+   */
+  schemaChanges: SchemaChange[];
   /**
    * Where the time went, in milliseconds: encoding the data files, committing the Iceberg
    * snapshot (including retries), writing the Delta version(s), and the Delta checkpoint that
@@ -100,6 +105,7 @@ export async function writeTable(ctx: TableContext, input: WriteInput, opts: Wri
           rows: written.rows,
           bytes: written.bytes,
           warnings,
+          schemaChanges: plan.schemaChanges,
           timings: { encodeMs, icebergCommitMs, deltaCommitMs, checkpointMs },
         };
       } catch (e) {

@@ -166,8 +166,8 @@ describe('a later batch is read against the table schema', () => {
       ],
     };
     await t.create(schema);
-    await t.append([{ id: 1, o: { small: 1, price: 2, amount: 3 }, l: [4, 5] }]);
-    await t.append([{ id: 2, o: { small: 5_000_000_000, price: 2.5, amount: '3.25' }, l: [-1] }]);
+    expect((await t.append([{ id: 1, o: { small: 1, price: 2, amount: 3 }, l: [4, 5] }])).schemaChanges).toEqual([{ change: 'widened', column: 'o.small', from: 'int', to: 'long' }]);
+    expect((await t.append([{ id: 2, o: { small: 5_000_000_000, price: 2.5, amount: '3.25' }, l: [-1] }])).schemaChanges).toEqual([]);
     const after = await t.schema();
     // Whole numbers were read as the table's double and decimal; the int widened to long.
     expect(typeToString(after)).toBe('struct<id: long, o: struct<small: long, price: double, amount: decimal(10, 2)>, l: list<double>>');
@@ -214,8 +214,9 @@ describe('a later batch is read against the table schema', () => {
   it('adds new nested fields at any depth with new field IDs, in Iceberg and in Delta', async () => {
     const t = fx.lake.table('nested.evolve');
     const first = await t.append([ORDER]);
+    expect(first.schemaChanges).toEqual([]);
     const old = await t.schema();
-    await t.append([{ id: 2, customer: { name: 'Ada', email: 'a@x', address: { city: 'London', geo: { lat: 51.5 } } }, items: [{ sku: 'b', color: 'blue' }] }]);
+    const second = await t.append([{ id: 2, customer: { name: 'Ada', email: 'a@x', address: { city: 'London', geo: { lat: 51.5 } } }, items: [{ sku: 'b', color: 'blue' }] }]);
     const schema = await t.schema();
     expect(typeToString(schema)).toBe(
       'struct<id: long, customer: struct<name: string, address: struct<city: string, zip: long, geo: struct<lat: double>>, email: string>, ' +
@@ -230,6 +231,12 @@ describe('a later batch is read against the table schema', () => {
     expect(added.map(([p]) => p).sort()).toEqual(['customer.address.geo', 'customer.address.geo.lat', 'customer.email', 'items.element.color']);
     for (const [, id] of added) expect(id).toBeGreaterThan(maxOld);
 
+    // The result says what the write changed, with full nested paths.
+    expect(second.schemaChanges).toEqual([
+      { change: 'added', column: 'customer.address.geo', type: 'struct<lat: double>' },
+      { change: 'added', column: 'customer.email', type: 'string' },
+      { change: 'added', column: 'items.element.color', type: 'string' },
+    ]);
     const delta = deltaMetadata(join(fx.warehouse, 'nested', 'evolve'));
     expect(deltaIds(delta.schema.fields)).toEqual(ids);
     expect(Number(delta.configuration['delta.columnMapping.maxColumnId'])).toBe((await t.metadata())['last-column-id']);
@@ -260,11 +267,12 @@ describe('a later batch is read against the table schema', () => {
   it('Delta-only tables read later batches against their schema too', async () => {
     const t = fx.lake.table('nested.delta_only');
     await t.append([{ ...ORDER, m: { a: 'b' } }], { formats: ['delta'] });
-    await t.append([{ id: 2, customer: null, items: [], tags: null }, { id: 3, customer: { address: null, vip: true }, items: [{ sku: 'z', price: 3 }] }]);
+    const evolved = await t.append([{ id: 2, customer: null, items: [], tags: null }, { id: 3, customer: { address: null, vip: true }, items: [{ sku: 'z', price: 3 }] }]);
     const schema = await t.schema();
     expect(typeToString(schema)).toBe(
       'struct<id: long, customer: struct<name: string, address: struct<city: string, zip: long>, vip: boolean>, items: list<struct<sku: string, qty: long, price: double>>, tags: list<string>, m: struct<a: string>>',
     );
+    expect(evolved.schemaChanges).toEqual([{ change: 'added', column: 'customer.vip', type: 'boolean' }]);
     const delta = deltaMetadata(join(fx.warehouse, 'nested', 'delta_only'));
     expect(deltaIds(delta.schema.fields)).toEqual(icebergIds(schema));
     expect(canonical(await t.read({ format: 'delta' }))).toEqual([

@@ -136,10 +136,21 @@ function samePrimitive(a: PrimitiveType, b: PrimitiveType): boolean {
 // ---------------------------------------------------------------------------------------------
 // Evolution of a table schema by an incoming batch schema.
 
+/** One change an evolution makes, naming the column by its full path (`items.element.color`). */
+export type SchemaChange =
+  | { change: 'added'; column: string; type: string }
+  | { change: 'widened'; column: string; from: string; to: string };
+
+export function describeSchemaChange(c: SchemaChange): string {
+  return c.change === 'added' ? `new column ${c.column}: ${c.type}` : `column ${c.column} promoted from ${c.from} to ${c.to}`;
+}
+
 export interface EvolveResult {
   schema: Schema;
   lastColumnId: number;
   changed: boolean;
+  /** What changed, in schema order; empty when nothing did. */
+  changes: SchemaChange[];
 }
 
 /**
@@ -166,19 +177,18 @@ export function evolveSchema(
   if (ctx.errors.length > 0) {
     throw invalidInput(`iceberg schema: the batch does not fit the table: ${ctx.errors.join('; ')}`, { errors: ctx.errors });
   }
-  if (ctx.changes.length === 0) return { schema: current, lastColumnId, changed: false };
+  if (ctx.changes.length === 0) return { schema: current, lastColumnId, changed: false, changes: [] };
   if (!opts.allowEvolution) {
-    throw invalidInput(`iceberg schema: the batch differs from the table schema and schema evolution is off: ${ctx.changes.join('; ')}`, {
-      differences: ctx.changes,
-    });
+    const differences = ctx.changes.map(describeSchemaChange);
+    throw invalidInput(`iceberg schema: the batch differs from the table schema and schema evolution is off: ${differences.join('; ')}`, { differences });
   }
   const schema: Schema = { ...current, type: 'struct', fields: merged.fields, 'schema-id': opts.newSchemaId };
-  return { schema, lastColumnId: ctx.nextId, changed: true };
+  return { schema, lastColumnId: ctx.nextId, changed: true, changes: ctx.changes };
 }
 
 interface MergeContext {
   nextId: number;
-  changes: string[];
+  changes: SchemaChange[];
   errors: string[];
 }
 
@@ -203,7 +213,7 @@ function mergeStruct(table: StructType, batch: StructType, path: string[], ctx: 
     // As Java's UpdateSchema.addColumn: the column takes its ID, then its nested fields theirs.
     const id = ++ctx.nextId;
     added.push({ ...bf, id, required: false, type: freshType(bf.type, () => ++ctx.nextId) });
-    ctx.changes.push(`new column ${pathName([...path, bf.name])}: ${typeToString(bf.type)}`);
+    ctx.changes.push({ change: 'added', column: pathName([...path, bf.name]), type: typeToString(bf.type) });
   }
   return { ...table, fields: [...fields, ...added] };
 }
@@ -218,7 +228,7 @@ function mergeType(table: IcebergType, batch: IcebergType, path: string[], ctx: 
     if (samePrimitive(table, batch)) return table;
     if (canPromote(batch, table)) return table; // narrower batch: cast on write
     if (canPromote(table, batch)) {
-      ctx.changes.push(`column ${pathName(path)} promoted from ${typeToString(table)} to ${typeToString(batch)}`);
+      ctx.changes.push({ change: 'widened', column: pathName(path), from: typeToString(table), to: typeToString(batch) });
       return normalizePrimitive(batch);
     }
     return mismatch();
