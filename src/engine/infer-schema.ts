@@ -77,6 +77,8 @@ const NAIVE_RE = `\\s*${DATE_RE}[T ]${CLOCK_RE}\\s*`;
  * list of its values, when it sits inside a list or map) and where its type is set.
  */
 interface Leaf {
+  /** Names from the root, with `element` and `value` for list elements and map values. */
+  path: string;
   type: IcebergType;
   sql: string;
   inList: boolean;
@@ -85,21 +87,22 @@ interface Leaf {
 
 function leavesOf(struct: StructType, alias: string): Leaf[] {
   const out: Leaf[] = [];
-  const visit = (type: IcebergType, sql: string, inList: boolean, set: (t: IcebergType) => void) => {
+  const visit = (type: IcebergType, path: string, sql: string, inList: boolean, set: (t: IcebergType) => void) => {
     if (typeof type === 'string') {
-      out.push({ type, sql, inList, set });
+      out.push({ path, type, sql, inList, set });
     } else if (type.type === 'struct') {
       for (const f of type.fields) {
         const field = (e: string) => `struct_extract(${e}, ${quoteString(f.name)})`;
-        visit(f.type, inList ? `list_transform(${sql}, lambda x: ${field('x')})` : field(sql), inList, (t) => (f.type = t));
+        visit(f.type, `${path}.${f.name}`, inList ? `list_transform(${sql}, lambda x: ${field('x')})` : field(sql), inList, (t) => (f.type = t));
       }
     } else if (type.type === 'list') {
-      visit(type.element, inList ? `flatten(${sql})` : sql, true, (t) => (type.element = t));
+      visit(type.element, `${path}.element`, inList ? `flatten(${sql})` : sql, true, (t) => (type.element = t));
     } else {
-      visit(type.value, inList ? `flatten(list_transform(${sql}, lambda x: map_values(x)))` : `map_values(${sql})`, true, (t) => (type.value = t));
+      const values = inList ? `flatten(list_transform(${sql}, lambda x: map_values(x)))` : `map_values(${sql})`;
+      visit(type.value, `${path}.value`, values, true, (t) => (type.value = t));
     }
   };
-  for (const f of struct.fields) visit(f.type, `${alias}.${quoteIdent(f.name)}`, false, (t) => (f.type = t));
+  for (const f of struct.fields) visit(f.type, f.name, `${alias}.${quoteIdent(f.name)}`, false, (t) => (f.type = t));
   return out;
 }
 
@@ -157,6 +160,31 @@ async function refineFromText(session: DuckDBSession, source: string, struct: St
     if (Number(row[`l${i}`]) === n) l.set('long');
     else if (Number(row[`d${i}`]) === n) l.set('decimal(38, 0)');
   });
+}
+
+/**
+ * A narrower type a sampled leaf may fit: `int` (every value fits 32 bits), `float` (every value
+ * is in a float's range; like any float column it rounds to float precision, as the table asks).
+ */
+export type NarrowType = 'int' | 'float';
+
+/**
+ * Which leaves of an inferred schema (by path, as `leavesOf` names them) have sampled values that
+ * all fit the narrower type asked for. JSON and CSV have one integer and one fraction type, so
+ * their `long` and `double` say nothing about an `int` or `float` column: the values decide.
+ */
+export async function sampledFits(session: DuckDBSession, input: InputFile, struct: StructType, probes: Map<string, NarrowType>): Promise<Set<string>> {
+  const leaves = leavesOf(resolveUnknown(struct), 'src').filter((l) => probes.has(l.path));
+  if (leaves.length === 0) return new Set();
+  // DuckDB casts a number beyond a float's range to infinity, not NULL.
+  const misfit = (l: Leaf) =>
+    probes.get(l.path) === 'int'
+      ? (v: string) => `TRY_CAST(trim(${v}) AS INTEGER) IS NULL`
+      : (v: string) => `(TRY_CAST(trim(${v}) AS FLOAT) IS NULL OR (isfinite(TRY_CAST(trim(${v}) AS DOUBLE)) AND NOT isfinite(TRY_CAST(trim(${v}) AS FLOAT))))`;
+  const aggregates = leaves.map((l, i) => `${countOf(l, misfit(l))} AS m${i}`);
+  const source = inputRelation(input, resolveUnknown(struct));
+  const [row] = await session.all(`SELECT ${aggregates.join(', ')} FROM (SELECT * FROM ${source} LIMIT ${SAMPLE_ROWS}) AS src`);
+  return new Set(leaves.filter((_, i) => Number(row[`m${i}`]) === 0).map((l) => l.path));
 }
 
 /**

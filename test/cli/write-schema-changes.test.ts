@@ -21,7 +21,7 @@ describe('twinlake write reports schema evolution', () => {
     expect(first.code, first.stderr).toBe(0);
     expect(first.stdout).not.toMatch(/columns added|types widened/);
 
-    const second = cli(['--warehouse', wh, 'write', 'ev.t', '--input', file('2.ndjson', [{ id: 2, n: 5_000_000_000, o: { f: 0.1, g: 'x' }, items: [{ sku: 'a' }] }])]);
+    const second = cli(['--warehouse', wh, 'write', 'ev.t', '--input', file('2.ndjson', [{ id: 2, n: 5_000_000_000, o: { f: 1e39, g: 'x' }, items: [{ sku: 'a' }] }])]);
     expect(second.code, second.stderr).toBe(0);
     expect(second.stdout).toMatch(/^ {2}columns added {5}o\.g: string, items: list<struct<sku: string>>$/m);
     expect(second.stdout).toMatch(/^ {2}types widened {5}n: int → long, o\.f: float → double$/m);
