@@ -71,6 +71,13 @@ async function explainEncodeFailure(e: unknown, input: PreparedInput, dataDir: s
   return isTwinlakeError(e) ? e : invalidInput(`input ${input.displayName}: ${errorMessage(e)}`);
 }
 
+export interface AlignOptions {
+  /** Leaves (by path) whose sampled values fit the table's int or float: read as the table's type. */
+  fits?: Set<string>;
+  /** Collects the leaves where a batch's long meets an int column, or its double a float column. */
+  probes?: Map<string, NarrowType>;
+}
+
 /**
  * The types a batch is read as when it goes into an existing table: the table's type wherever the
  * batch fits it, at every depth (struct fields, list elements, map keys and values), so the strict
@@ -88,13 +95,6 @@ async function explainEncodeFailure(e: unknown, input: PreparedInput, dataDir: s
  * Fields of the table's structs that the batch lacks are read too (rows past the sample may hold
  * them); absent, they are null. Top-level columns the batch lacks are written as nulls.
  */
-export interface AlignOptions {
-  /** Leaves (by path) whose sampled values fit the table's int or float: read as the table's type. */
-  fits?: Set<string>;
-  /** Collects the leaves where a batch's long meets an int column, or its double a float column. */
-  probes?: Map<string, NarrowType>;
-}
-
 export function alignToTable(incoming: StructType, table: StructType, opts: AlignOptions = {}): StructType {
   const byName = new Map(table.fields.map((f) => [f.name, f]));
   return {
