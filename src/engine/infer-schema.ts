@@ -191,9 +191,12 @@ export async function sampledFits(session: DuckDBSession, input: InputFile, stru
  * The schema of an input file, every field ID 0 and every field optional (the table assigns IDs).
  * JSON: integers of either sign → long (decimal(38, 0) when one does not fit 64 bits), fractions
  * (or a mix) → double, ISO-8601 instants → timestamptz, naive timestamps → timestamp, dates →
- * date, objects → struct, arrays → list, and `unknown` where the sample shows no single type (only
- * nulls, empty lists, or values of mixed types): a table's column decides those, a new column
- * takes `string` (see `resolveUnknown`). The same rules hold inside structs, lists and maps.
+ * date, arrays → list, objects → struct, or map when their keys vary from record to record (each
+ * in under a tenth of the sampled objects) or number more than 200 (DuckDB's
+ * `field_appearance_threshold` and `map_inference_threshold`); `unknown` where the sample shows no
+ * single type (only nulls, empty lists, or values of mixed types): a table's column decides those,
+ * a new column takes `string` (see `resolveUnknown`). The same rules hold inside structs, lists
+ * and maps.
  * CSV: DuckDB's sniffer, with a header row. Parquet: the file's own types.
  */
 export async function inferSchema(session: DuckDBSession, input: InputFile): Promise<StructType> {
