@@ -82,7 +82,7 @@ const ORDER = {
 describe('integers of either sign', () => {
   const fx = lakehouseFixture();
 
-  it('are long at the top, in structs, lists and maps, and read back as numbers in both formats', async () => {
+  it('are long at the top, in structs and in lists, and read back as numbers in both formats', async () => {
     const t = fx.lake.table('signs.mixed');
     await t.append([
       { id: 1, t: -3, o: { a: -1, l: [1, -2] }, ls: [{ x: -5 }] },
