@@ -168,6 +168,10 @@ export function printWriteResult(result: WriteResult | MergeResult): string {
   if (result.snapshotId !== undefined) lines.push(`  iceberg snapshot  ${result.snapshotId}`);
   if (result.deltaVersion !== undefined) lines.push(`  delta version     ${result.deltaVersion}${result.deltaCommitted ? '' : ' (pending: repaired by the next write)'}`);
   lines.push(`  files             ${result.files}`, `  rows              ${result.rows}`, `  bytes             ${result.bytes}`);
+  const added = result.schemaChanges.flatMap((c) => (c.change === 'added' ? [`${c.column}: ${c.type}`] : []));
+  const widened = result.schemaChanges.flatMap((c) => (c.change === 'widened' ? [`${c.column}: ${c.from} → ${c.to}`] : []));
+  if (added.length) lines.push(`  columns added     ${added.join(', ')}`);
+  if (widened.length) lines.push(`  types widened     ${widened.join(', ')}`);
   return lines.join('\n');
 }
 

@@ -5,7 +5,8 @@ import { basename, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { invalidInput, isTwinlakeError, TwinlakeError } from '../core/errors.ts';
 import { localPathIfFile } from '../core/uri.ts';
-import type { StructType } from '../spec/iceberg/types.ts';
+import { typeToString } from '../spec/iceberg/schema.ts';
+import type { IcebergType, StructType } from '../spec/iceberg/types.ts';
 import { structFromDescribe } from '../spec/parquet/duckdb-types.ts';
 import { conversionChecks, fieldIdsClause, parseCastFailure, selectList, type CastFailure } from '../spec/parquet/field-ids.ts';
 import { parseReturnStats, type FileStats } from '../spec/parquet/stats.ts';
@@ -154,6 +155,14 @@ async function diagnose(session: DuckDBSession, options: EncodeOptions, inputTyp
     if (located) return diagnose(session, options, inputType, located);
   }
   const json = /(?:Malformed JSON|JSON transform error) in file "[^"]*", (?:at byte \d+ )?in line (\d+): ([^\n]*)/.exec(e.message);
+  if (json && input?.format === 'ndjson' && plainFile(input) && /JSON transform error/.test(e.message)) {
+    // DuckDB names the line but not the column: find the value whose shape does not fit.
+    const misfit = await shapeMismatchAt(input, Number(json[1]), options.schema).catch(() => undefined);
+    if (misfit) {
+      const found = JSON.stringify(misfit.value).slice(0, 200);
+      return new TwinlakeError('invalid-input', `${where}: column "${misfit.path}" at line ${json[1]}: expected ${misfit.expected}, found ${found}`, { line: Number(json[1]), path: misfit.path }, { cause: e });
+    }
+  }
   if (json) return new TwinlakeError('invalid-input', `${where}: line ${json[1]}: ${json[2].trim()}`, { line: Number(json[1]) }, { cause: e });
   const csv = /CSV Error on Line: (\d+)\n(?:Original Line: ([^\n]*)\n)?([^\n]*)/.exec(e.message);
   if (csv) {
@@ -232,6 +241,58 @@ function plainFile(input: InputFile): boolean {
 function lines(input: InputFile): AsyncIterable<string> {
   const path = localPathIfFile(input.path);
   return createInterface({ input: createReadStream(path, { encoding: 'utf8' }), crlfDelay: Infinity });
+}
+
+/**
+ * The first value of NDJSON line `line` whose JSON kind does not fit its column: an object for a
+ * struct or map, an array for a list. (Primitives are read as text and checked by the conversion.)
+ */
+async function shapeMismatchAt(input: InputFile, line: number, schema: StructType): Promise<{ path: string; expected: string; value: unknown } | undefined> {
+  let n = 0;
+  for await (const text of lines(input)) {
+    if (++n < line) continue;
+    const record = JSON.parse(text) as Record<string, unknown>;
+    for (const f of schema.fields) {
+      const found = shapeMismatch(fieldOf(record, f.name), f.type, f.name);
+      if (found) return found;
+    }
+    return undefined;
+  }
+  return undefined;
+}
+
+/** A JSON object's member by name: exact, else the one case-insensitive match. */
+function fieldOf(object: Record<string, unknown>, name: string): unknown {
+  if (name in object) return object[name];
+  const folded = Object.keys(object).filter((k) => k.toLowerCase() === name.toLowerCase());
+  return folded.length === 1 ? object[folded[0]!] : undefined;
+}
+
+function shapeMismatch(value: unknown, type: IcebergType, path: string): { path: string; expected: string; value: unknown } | undefined {
+  if (value === null || value === undefined || typeof type === 'string') return undefined;
+  const isObject = typeof value === 'object' && !Array.isArray(value);
+  if (type.type === 'list') {
+    if (!Array.isArray(value)) return { path, expected: typeToString(type), value };
+    for (const element of value) {
+      const found = shapeMismatch(element, type.element, `${path}.element`);
+      if (found) return found;
+    }
+    return undefined;
+  }
+  if (!isObject) return { path, expected: typeToString(type), value };
+  const object = value as Record<string, unknown>;
+  if (type.type === 'map') {
+    for (const v of Object.values(object)) {
+      const found = shapeMismatch(v, type.value, `${path}.value`);
+      if (found) return found;
+    }
+    return undefined;
+  }
+  for (const f of type.fields) {
+    const found = shapeMismatch(fieldOf(object, f.name), f.type, `${path}.${f.name}`);
+    if (found) return found;
+  }
+  return undefined;
 }
 
 async function firstMalformedLine(input: InputFile): Promise<{ line: number; reason: string } | undefined> {

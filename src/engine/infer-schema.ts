@@ -13,7 +13,7 @@ export interface InputFile {
   csv?: { delimiter?: string; quote?: string; escape?: string; header?: boolean };
 }
 
-/** Rows DuckDB samples to infer JSON types, and we sample to recognise timestamps in text. */
+/** Rows DuckDB samples to infer JSON types, and we sample to recognise timestamps and integers in text. */
 const SAMPLE_ROWS = 20480;
 
 function pathOf(input: InputFile): string {
@@ -72,54 +72,142 @@ const CLOCK_RE = '[0-9]{2}:[0-9]{2}(:[0-9]{2}(\\.[0-9]{1,6})?)?';
 const ZONED_RE = `\\s*${DATE_RE}[T ]${CLOCK_RE}\\s*([zZ]|[+-][0-9]{2}(:?[0-9]{2})?)\\s*`;
 const NAIVE_RE = `\\s*${DATE_RE}[T ]${CLOCK_RE}\\s*`;
 
-/** Text leaves reachable without entering a list or map: SQL to read them, and where they sit. */
-function textLeaves(struct: StructType, expr: (name: string) => string): { sql: string; set: (t: IcebergType) => void }[] {
-  const out: { sql: string; set: (t: IcebergType) => void }[] = [];
-  for (const f of struct.fields) {
-    const sql = expr(f.name);
-    if (f.type === 'string') out.push({ sql, set: (t) => (f.type = t) });
-    else if (typeof f.type !== 'string' && f.type.type === 'struct') out.push(...textLeaves(f.type, (n) => `struct_extract(${sql}, ${quoteString(n)})`));
-  }
+/**
+ * A primitive leaf of an inferred type, read from the text-typed input: SQL of its value (of the
+ * list of its values, when it sits inside a list or map) and where its type is set.
+ */
+interface Leaf {
+  /** Names from the root, with `element` and `value` for list elements and map values. */
+  path: string;
+  type: IcebergType;
+  sql: string;
+  inList: boolean;
+  set: (t: IcebergType) => void;
+}
+
+function leavesOf(struct: StructType, alias: string): Leaf[] {
+  const out: Leaf[] = [];
+  const visit = (type: IcebergType, path: string, sql: string, inList: boolean, set: (t: IcebergType) => void) => {
+    if (typeof type === 'string') {
+      out.push({ path, type, sql, inList, set });
+    } else if (type.type === 'struct') {
+      for (const f of type.fields) {
+        const field = (e: string) => `struct_extract(${e}, ${quoteString(f.name)})`;
+        visit(f.type, `${path}.${f.name}`, inList ? `list_transform(${sql}, lambda x: ${field('x')})` : field(sql), inList, (t) => (f.type = t));
+      }
+    } else if (type.type === 'list') {
+      visit(type.element, `${path}.element`, inList ? `flatten(${sql})` : sql, true, (t) => (type.element = t));
+    } else {
+      const values = inList ? `flatten(list_transform(${sql}, lambda x: map_values(x)))` : `map_values(${sql})`;
+      visit(type.value, `${path}.value`, values, true, (t) => (type.value = t));
+    }
+  };
+  for (const f of struct.fields) visit(f.type, f.name, `${alias}.${quoteIdent(f.name)}`, false, (t) => (f.type = t));
   return out;
 }
 
+/** SQL counting a leaf's non-null values in the sample (those meeting `where`, when given). */
+function countOf(leaf: Leaf, where?: (v: string) => string): string {
+  if (!leaf.inList) return `count(${leaf.sql})${where ? ` FILTER (WHERE ${where(leaf.sql)})` : ''}`;
+  return `coalesce(sum(len(list_filter(${leaf.sql}, lambda v: v IS NOT NULL${where ? ` AND ${where('v')}` : ''}))), 0)`;
+}
+
+const INTEGER_RE = '\\s*[+-]?[0-9]+\\s*';
+
+/** Leaves whose integers DuckDB may have widened: HUGEINT when signs mix, UBIGINT, DOUBLE beyond 64 bits. */
+function mayHoldIntegers(type: IcebergType): boolean {
+  return type === 'double' || type === 'decimal(38, 0)' || type === 'decimal(20, 0)';
+}
+
 /**
- * DuckDB's JSON reader leaves ISO-8601 timestamps as text unless every value has the same shape.
- * Text columns whose sampled values are all timestamps become `timestamptz` when they all carry a
- * zone (or some do: the rest are read as UTC) and `timestamp` when none does.
+ * Decides from the sampled text what DuckDB's types do not say:
+ * - ISO-8601 timestamps, which DuckDB's JSON reader leaves as text unless every value has the
+ *   same shape: text leaves whose values are all timestamps become `timestamptz` when they all
+ *   carry a zone (or some do: the rest are read as UTC) and `timestamp` when none does;
+ * - integers: DuckDB samples `-3` as BIGINT and `4` as UBIGINT, so signs mixed give HUGEINT, and
+ *   an integer beyond 64 bits gives DOUBLE. Leaves whose values are all integers become `long`
+ *   when every one fits, else `decimal(38, 0)` when every one has at most 38 digits.
+ * Leaves inside lists and maps count every element.
  */
-async function recogniseTimestamps(session: DuckDBSession, source: string, struct: StructType): Promise<void> {
-  const leaves = textLeaves(struct, (n) => `src.${quoteIdent(n)}`);
+async function refineFromText(session: DuckDBSession, source: string, struct: StructType): Promise<void> {
+  const leaves = leavesOf(struct, 'src').filter((l) => l.type === 'string' || mayHoldIntegers(l.type));
   if (leaves.length === 0) return;
-  const aggregates = leaves.flatMap((l, i) => [
-    `count(${l.sql}) AS n${i}`,
-    `count(${l.sql}) FILTER (WHERE regexp_full_match(${l.sql}, ${quoteString(ZONED_RE)}) AND TRY_CAST(trim(${l.sql}) AS TIMESTAMPTZ) IS NOT NULL) AS z${i}`,
-    `count(${l.sql}) FILTER (WHERE regexp_full_match(${l.sql}, ${quoteString(NAIVE_RE)}) AND TRY_CAST(trim(${l.sql}) AS TIMESTAMP) IS NOT NULL) AS p${i}`,
-  ]);
+  const aggregates = leaves.flatMap((l, i) =>
+    l.type === 'string'
+      ? [
+          `${countOf(l)} AS n${i}`,
+          `${countOf(l, (v) => `regexp_full_match(${v}, ${quoteString(ZONED_RE)}) AND TRY_CAST(trim(${v}) AS TIMESTAMPTZ) IS NOT NULL`)} AS z${i}`,
+          `${countOf(l, (v) => `regexp_full_match(${v}, ${quoteString(NAIVE_RE)}) AND TRY_CAST(trim(${v}) AS TIMESTAMP) IS NOT NULL`)} AS p${i}`,
+        ]
+      : [
+          `${countOf(l)} AS n${i}`,
+          `${countOf(l, (v) => `regexp_full_match(${v}, ${quoteString(INTEGER_RE)})`)} AS i${i}`,
+          `${countOf(l, (v) => `regexp_full_match(${v}, ${quoteString(INTEGER_RE)}) AND TRY_CAST(trim(${v}) AS BIGINT) IS NOT NULL`)} AS l${i}`,
+          `${countOf(l, (v) => `regexp_full_match(${v}, ${quoteString(INTEGER_RE)}) AND TRY_CAST(trim(${v}) AS DECIMAL(38, 0)) IS NOT NULL`)} AS d${i}`,
+        ],
+  );
   const [row] = await session.all(`SELECT ${aggregates.join(', ')} FROM (SELECT * FROM ${source} LIMIT ${SAMPLE_ROWS}) AS src`);
   leaves.forEach((l, i) => {
     const n = Number(row[`n${i}`]);
-    const zoned = Number(row[`z${i}`]);
-    const naive = Number(row[`p${i}`]);
-    if (n === 0 || zoned + naive !== n) return;
-    l.set(zoned > 0 ? 'timestamptz' : 'timestamp');
+    if (n === 0) return;
+    if (l.type === 'string') {
+      const zoned = Number(row[`z${i}`]);
+      const naive = Number(row[`p${i}`]);
+      if (zoned + naive === n) l.set(zoned > 0 ? 'timestamptz' : 'timestamp');
+      return;
+    }
+    if (Number(row[`i${i}`]) !== n) return;
+    if (Number(row[`l${i}`]) === n) l.set('long');
+    else if (Number(row[`d${i}`]) === n) l.set('decimal(38, 0)');
   });
 }
 
 /**
+ * A narrower type a sampled leaf may fit: `int` (every value fits 32 bits), `float` (every value
+ * is in a float's range; like any float column it rounds to float precision, as the table asks).
+ */
+export type NarrowType = 'int' | 'float';
+
+/**
+ * Which leaves of an inferred schema (by path, as `leavesOf` names them) have sampled values that
+ * all fit the narrower type asked for. JSON and CSV have one integer and one fraction type, so
+ * their `long` and `double` say nothing about an `int` or `float` column: the values decide.
+ */
+export async function sampledFits(session: DuckDBSession, input: InputFile, struct: StructType, probes: Map<string, NarrowType>): Promise<Set<string>> {
+  const leaves = leavesOf(resolveUnknown(struct), 'src').filter((l) => probes.has(l.path));
+  if (leaves.length === 0) return new Set();
+  // DuckDB casts a number beyond a float's range to infinity, not NULL.
+  const misfit = (l: Leaf) =>
+    probes.get(l.path) === 'int'
+      ? (v: string) => `TRY_CAST(trim(${v}) AS INTEGER) IS NULL`
+      : (v: string) => `(TRY_CAST(trim(${v}) AS FLOAT) IS NULL OR (isfinite(TRY_CAST(trim(${v}) AS DOUBLE)) AND NOT isfinite(TRY_CAST(trim(${v}) AS FLOAT))))`;
+  const aggregates = leaves.map((l, i) => `${countOf(l, misfit(l))} AS m${i}`);
+  const source = inputRelation(input, resolveUnknown(struct));
+  const [row] = await session.all(`SELECT ${aggregates.join(', ')} FROM (SELECT * FROM ${source} LIMIT ${SAMPLE_ROWS}) AS src`);
+  return new Set(leaves.filter((_, i) => Number(row[`m${i}`]) === 0).map((l) => l.path));
+}
+
+/**
  * The schema of an input file, every field ID 0 and every field optional (the table assigns IDs).
- * JSON: integers → long, fractions (or a mix) → double, ISO-8601 instants → timestamptz, naive
- * timestamps → timestamp, dates → date, objects → struct, arrays → list, mixed or all-null → string.
+ * JSON: integers of either sign → long (decimal(38, 0) when one does not fit 64 bits), fractions
+ * (or a mix) → double, ISO-8601 instants → timestamptz, naive timestamps → timestamp, dates →
+ * date, arrays → list, objects → struct, or map when their keys vary from record to record (each
+ * in under a tenth of the sampled objects) or number more than 200 (DuckDB's
+ * `field_appearance_threshold` and `map_inference_threshold`); `unknown` where the sample shows no
+ * single type (only nulls, empty lists, or values of mixed types): a table's column decides those,
+ * a new column takes `string` (see `resolveUnknown`). The same rules hold inside structs, lists
+ * and maps.
  * CSV: DuckDB's sniffer, with a header row. Parquet: the file's own types.
  */
 export async function inferSchema(session: DuckDBSession, input: InputFile): Promise<StructType> {
   const source = inputRelation(input);
-  const struct = structFromDescribe(await describeRelation(session, source));
+  const json = input.format === 'ndjson' || input.format === 'json';
+  const struct = structFromDescribe(await describeRelation(session, source), json ? { json: 'unknown' } : {});
   if (input.format === 'parquet') return struct;
   // DuckDB types a text column as TIMESTAMP when every sampled value has one shape, and drops the
   // zone when it does: decide timestamp vs timestamptz from the raw text instead.
   const text = withTimestampsAsText(struct);
-  await recogniseTimestamps(session, inputRelation(input, text), text);
+  await refineFromText(session, inputRelation(input, text), text);
   return text;
 }
 
@@ -131,4 +219,15 @@ function withTimestampsAsText(struct: StructType): StructType {
     return { ...t, key: visit(t.key), value: visit(t.value) };
   };
   return visit(struct) as StructType;
+}
+
+/** `unknown` leaves (no single type in the sample) as `string`, for columns no table decides. */
+export function resolveUnknown<T extends IcebergType>(type: T): T {
+  const visit = (t: IcebergType): IcebergType => {
+    if (typeof t === 'string') return t === 'unknown' ? 'string' : t;
+    if (t.type === 'struct') return { ...t, fields: t.fields.map((f) => ({ ...f, type: visit(f.type) })) };
+    if (t.type === 'list') return { ...t, element: visit(t.element) };
+    return { ...t, key: visit(t.key), value: visit(t.value) };
+  };
+  return visit(type) as T;
 }

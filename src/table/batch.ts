@@ -8,7 +8,7 @@ import { encodeParquet, type EncodedFileStats } from '../engine/encode.ts';
 import { partitionKeys, registerPartitionFunctions } from '../engine/partition-keys.ts';
 import { partitionPathSegment } from '../spec/iceberg/transforms.ts';
 import type { LiteralValue } from '../spec/scan-task.ts';
-import { inferSchema, inputRelation } from '../engine/infer-schema.ts';
+import { inferSchema, inputRelation, resolveUnknown, sampledFits, type NarrowType } from '../engine/infer-schema.ts';
 import type { FileIO } from '../io/file-io.ts';
 import { canPromote, indexById, ROW_LINEAGE_FIELDS, typeToString } from '../spec/iceberg/schema.ts';
 import type { DataFile, IcebergType, PartitionSpec, PartitionTuple, Schema, StructType } from '../spec/iceberg/types.ts';
@@ -38,9 +38,20 @@ export interface BatchContext {
   session: () => Promise<DuckDBSession>;
 }
 
-export async function inferOrExplain(session: DuckDBSession, input: PreparedInput): Promise<StructType> {
+/**
+ * The schema of the input, inferred; for an existing table, read against the table's schema
+ * (`alignToTable`), so what the sample leaves open (nulls, empty lists) takes the table's types.
+ */
+export async function inferOrExplain(session: DuckDBSession, input: PreparedInput, table?: StructType): Promise<StructType> {
   try {
-    return await inferSchema(session, { path: input.path, format: input.format });
+    const inferred = await inferSchema(session, { path: input.path, format: input.format });
+    if (!table) return resolveUnknown(inferred);
+    // JSON and CSV say long and double for every number: their sampled values decide whether
+    // an int or float column must widen. Parquet's types are the values' own.
+    const probes = new Map<string, NarrowType>();
+    if (input.format !== 'parquet') alignToTable(inferred, table, { probes });
+    const fits = probes.size ? await sampledFits(session, { path: input.path, format: input.format }, inferred, probes) : new Set<string>();
+    return alignToTable(inferred, table, { fits });
   } catch (e) {
     throw (await diagnoseInput(input)) ?? (isTwinlakeError(e) ? e : invalidInput(`input ${input.displayName}: ${errorMessage(e)}`));
   }
@@ -60,22 +71,71 @@ async function explainEncodeFailure(e: unknown, input: PreparedInput, dataDir: s
   return isTwinlakeError(e) ? e : invalidInput(`input ${input.displayName}: ${errorMessage(e)}`);
 }
 
+export interface AlignOptions {
+  /** Leaves (by path) whose sampled values fit the table's int or float: read as the table's type. */
+  fits?: Set<string>;
+  /** Collects the leaves where a batch's long meets an int column, or its double a float column. */
+  probes?: Map<string, NarrowType>;
+}
+
 /**
- * For an existing table, an input column whose inferred primitive type differs from the table's
- * is read as the table's type: CSV digits become the table's decimal, and a value that does not
- * fit fails on that very row with its column, row and value named.
+ * The types a batch is read as when it goes into an existing table: the table's type wherever the
+ * batch fits it, at every depth (struct fields, list elements, map keys and values), so the strict
+ * conversion reads each value as the table's type and a value that does not fit fails on that very
+ * row with its column, row and value named (CSV digits become the table's decimal, a whole number
+ * goes into a double). Elsewhere the batch's own type stays, for schema evolution to judge:
+ * - a wider primitive (int → long, float → double, decimal precision up) widens the table; from
+ *   JSON or CSV, whose numbers are all long or double, only when a sampled value needs it
+ *   (`opts.fits` names the leaves whose values fit the table's int or float);
+ * - a field the table lacks, in any struct, is added;
+ * - `unknown` (only nulls, empty lists or mixed values in the sample) fits any type;
+ * - a JSON object (inferred as a struct) fits a map column: its fields are the map's entries;
+ * - an empty object (inferred as a map of unknown) fits a struct column;
+ * - anything else (a struct where the table has a string, ...) is left for evolution to refuse.
+ * Fields of the table's structs that the batch lacks are read too (rows past the sample may hold
+ * them); absent, they are null. Top-level columns the batch lacks are written as nulls.
  */
-export function alignToTable(incoming: StructType, table: Schema): StructType {
+export function alignToTable(incoming: StructType, table: StructType, opts: AlignOptions = {}): StructType {
   const byName = new Map(table.fields.map((f) => [f.name, f]));
   return {
     ...incoming,
     fields: incoming.fields.map((f) => {
       const t = byName.get(f.name);
-      if (!t || typeof t.type !== 'string' || typeof f.type !== 'string' || t.type === f.type) return f;
-      if (canPromote(t.type, f.type)) return f; // evolution widens the table instead
-      return { ...f, type: t.type };
+      return { ...f, type: t ? fitType(t.type, f.type, f.name, opts) : resolveUnknown(f.type) };
     }),
   };
+}
+
+function fitType(table: IcebergType, batch: IcebergType, path: string, opts: AlignOptions): IcebergType {
+  if (batch === 'unknown') return table;
+  if (typeof table === 'string' || typeof batch === 'string') {
+    if (typeof table !== 'string' || typeof batch !== 'string') return resolveUnknown(batch);
+    if (!canPromote(table, batch)) return table;
+    const narrow = table === 'int' && batch === 'long' ? 'int' : table === 'float' && batch === 'double' ? 'float' : undefined;
+    if (narrow) opts.probes?.set(path, narrow);
+    return narrow && opts.fits?.has(path) ? table : batch;
+  }
+  if (table.type === 'struct' && batch.type === 'struct') {
+    const inBatch = new Set(batch.fields.map((f) => f.name));
+    const byName = new Map(table.fields.map((f) => [f.name, f]));
+    const fields = batch.fields.map((f) => {
+      const t = byName.get(f.name);
+      return { ...f, type: t ? fitType(t.type, f.type, `${path}.${f.name}`, opts) : resolveUnknown(f.type) };
+    });
+    return { ...batch, fields: [...fields, ...table.fields.filter((f) => !inBatch.has(f.name))] };
+  }
+  if (table.type === 'struct' && batch.type === 'map' && batch.value === 'unknown') return table;
+  if (table.type === 'list' && batch.type === 'list') return { ...batch, element: fitType(table.element, batch.element, `${path}.element`, opts) };
+  if (table.type === 'map' && batch.type === 'map') {
+    return { ...batch, key: fitType(table.key, batch.key, `${path}.key`, opts), value: fitType(table.value, batch.value, `${path}.value`, opts) };
+  }
+  if (table.type === 'map' && batch.type === 'struct') {
+    // Every field is an entry: the value type must take each field's values.
+    let value: IcebergType = table.value;
+    for (const f of batch.fields) value = fitType(value, f.type, `${path}.${f.name}`, opts);
+    return { ...table, value };
+  }
+  return resolveUnknown(batch);
 }
 
 export interface EncodedFiles {

@@ -3,10 +3,10 @@ import { newUuid } from '../core/ids.ts';
 import type { Action, AddFile, CommitInfo, Metadata, RemoveFile } from '../spec/delta/actions.ts';
 import { fromDeltaSchema, protocolFor, toDeltaSchema } from '../spec/delta/schema.ts';
 import type { DeltaSnapshot } from '../spec/delta/replay.ts';
-import { assignFreshIds, evolveSchema, indexById } from '../spec/iceberg/schema.ts';
+import { assignFreshIds, evolveSchema, indexById, type SchemaChange } from '../spec/iceberg/schema.ts';
 import type { Schema, StructType } from '../spec/iceberg/types.ts';
 import { deltaStats } from '../spec/parquet/stats.ts';
-import { alignToTable, encode, inferOrExplain, type EncodedFiles } from './batch.ts';
+import { encode, inferOrExplain, type EncodedFiles } from './batch.ts';
 import { writeDeltaCheckpointIfDue } from './delta-checkpoint.ts';
 import { readDeltaSnapshot, writeDeltaCommit } from './delta-log.ts';
 import { deltaPath } from '../spec/delta/replay.ts';
@@ -37,12 +37,11 @@ export async function writeDeltaOnly(ctx: TableContext, location: string, input:
     const session = await ctx.session();
     if (await isBlank(prepared)) throw invalidInput(`input ${prepared.displayName}: no records; nothing was written`);
     let base = await latest(ctx, location);
-    let incoming = opts.schema ?? splitExcluded(await inferOrExplain(session, prepared), opts.excludeColumns, 'write').kept;
+    let incoming = opts.schema ?? splitExcluded(await inferOrExplain(session, prepared, base && deltaTableSchema(base).schema), opts.excludeColumns, 'write').kept;
     const created = base === undefined;
 
     for (let encodeAttempt = 0; encodeAttempt < 5; encodeAttempt++) {
       const plan = planDeltaSchema(base, incoming, opts);
-      if (base && !opts.schema) incoming = alignToTable(incoming, plan.schema);
       const encodeStart = performance.now();
       const written = await encode(ctx, { ...plan, location, spec: { 'spec-id': 0, fields: [] } }, prepared, incoming);
       const encodeMs = performance.now() - encodeStart;
@@ -73,6 +72,7 @@ export async function writeDeltaOnly(ctx: TableContext, location: string, input:
               rows: written.rows,
               bytes: written.bytes,
               warnings,
+              schemaChanges: plan.changes,
               timings: { encodeMs, icebergCommitMs, deltaCommitMs, checkpointMs: performance.now() - checkpointStart },
             };
           }
@@ -106,9 +106,17 @@ interface DeltaSchemaPlan {
   physicalNames: Map<number, string>;
   lastColumnId: number;
   changed: boolean;
+  /** Columns added and types widened by this batch (none for a new table). */
+  changes: SchemaChange[];
   configuration: Record<string, string>;
   targetFileSize: number;
   tableId: string;
+}
+
+/** The Delta table's schema with its field IDs (column mapping), and its physical names. */
+function deltaTableSchema(base: DeltaSnapshot): { schema: Schema; physicalNames: Map<number, string> } {
+  const parsed = fromDeltaSchema(base.metadata.schemaString, 'name');
+  return { schema: { ...parsed.schema, 'schema-id': 0 }, physicalNames: parsed.physicalNames };
 }
 
 function planDeltaSchema(base: DeltaSnapshot | undefined, incoming: StructType, opts: WriteOptions): DeltaSchemaPlan {
@@ -126,13 +134,14 @@ function planDeltaSchema(base: DeltaSnapshot | undefined, incoming: StructType, 
       physicalNames: assignPhysicalNames(schema, new Map()),
       lastColumnId: next - 1,
       changed: true,
+      changes: [],
       configuration,
       targetFileSize: intProp(configuration, Props.targetFileSize, DEFAULT_TARGET_FILE_SIZE),
       tableId: newUuid(),
     };
   }
-  const parsed = fromDeltaSchema(base.metadata.schemaString, 'name');
-  const current: Schema = { ...parsed.schema, 'schema-id': 0 };
+  const parsed = deltaTableSchema(base);
+  const current = parsed.schema;
   const configuration = { ...base.metadata.configuration };
   const lastColumnId = Math.max(Number(configuration['delta.columnMapping.maxColumnId'] ?? 0), ...indexById(current).keys());
   const evolved = evolveSchema(current, incoming, lastColumnId, {
@@ -145,6 +154,7 @@ function planDeltaSchema(base: DeltaSnapshot | undefined, incoming: StructType, 
     physicalNames: assignPhysicalNames(evolved.schema, parsed.physicalNames),
     lastColumnId: evolved.lastColumnId,
     changed: evolved.changed,
+    changes: evolved.changes,
     configuration,
     targetFileSize: intProp(configuration, Props.targetFileSize, DEFAULT_TARGET_FILE_SIZE),
     tableId: base.metadata.id,

@@ -11,7 +11,7 @@ import type { DataFile, NestedField, Schema, StructType, TableMetadata } from '.
 import { deleteFileKey } from '../spec/iceberg/manifest.ts';
 import { partitionIdentity } from '../spec/iceberg/snapshot-summary.ts';
 import type { RowDeletesBasis } from './snapshot-producer.ts';
-import { alignToTable, encode, encodeFrom, inferOrExplain, type EncodedFiles } from './batch.ts';
+import { encode, encodeFrom, inferOrExplain, type EncodedFiles } from './batch.ts';
 import { engineLocalPath, liveFiles } from './iceberg-scan.ts';
 import { isBlank } from './input-diagnostics.ts';
 import { prepareInput, type WriteInput } from './input.ts';
@@ -113,11 +113,10 @@ export async function mergeTable(ctx: TableContext, input: WriteInput, opts: Mer
     if (await isBlank(prepared)) throw invalidInput(`input ${prepared.displayName}: no records; nothing was merged`);
     let loaded = await tryLoad(ctx);
     if (loaded) await repairDelta(ctx, loaded.metadata, warn);
-    const inferred = opts.schema && !opts.excludeColumns?.length ? opts.schema : await inferOrExplain(session, prepared);
+    const inferred = opts.schema && !opts.excludeColumns?.length ? opts.schema : await inferOrExplain(session, prepared, loaded && currentSchema(loaded.metadata));
     // Excluded columns steer the merge (deleteWhen, orderBy) but are not stored in the table.
     const split = splitExcluded(inferred, opts.excludeColumns, 'merge');
     let incoming = opts.schema ?? split.kept;
-    if (loaded && !opts.schema) incoming = alignToTable(incoming, currentSchema(loaded.metadata));
     for (const k of opts.keys) if (opts.excludeColumns?.includes(k)) throw invalidInput(`merge: key column ${k} cannot be excluded from the table`);
     checkKeys(opts.keys, incoming, 'the input');
     if (loaded) checkKeys(opts.keys, currentSchema(loaded.metadata), `table ${identString(ctx.ident)}`);
@@ -209,7 +208,7 @@ async function deleteAttempts(ctx: TableContext, t: Scratch, where: string, opts
     if (touched.length === 0) {
       return {
         table: identString(ctx.ident), created: false, mode: 'delete', snapshotId: snapshot['snapshot-id'], deltaCommitted: true, files: 0, rows: 0, bytes: 0,
-        warnings: log.warnings, timings: zeroTimings(), inserted: 0, updated: 0, deleted: 0, rewrittenFiles: 0, rewrittenBytes: 0, strategy, deleteFiles: 0, deleteBytes: 0,
+        warnings: log.warnings, schemaChanges: [], timings: zeroTimings(), inserted: 0, updated: 0, deleted: 0, rewrittenFiles: 0, rewrittenBytes: 0, strategy, deleteFiles: 0, deleteBytes: 0,
       };
     }
     const deletedRows = Number((await session.all(`SELECT count(*) AS n FROM ${t.hits}`))[0]!.n);
@@ -319,6 +318,7 @@ async function rewrite(
       rows: written.rows,
       bytes: written.bytes,
       warnings: log.warnings,
+      schemaChanges: plan.schemaChanges,
       timings: zeroTimings(),
       rewrittenFiles: cow ? touched.length : 0,
       rewrittenBytes: cow ? touched.reduce((a, f) => a + f['file-size-in-bytes'], 0) : 0,

@@ -1,7 +1,7 @@
 import { invalidInput } from '../core/errors.ts';
 import { newUuid } from '../core/ids.ts';
 import { evolvePartitionSpec, parsePartitionSpec } from '../spec/iceberg/partition-spec-parser.ts';
-import { assignFreshIds, evolveSchema, indexById, nameMapping, ROW_LINEAGE_FIELDS, typeToString } from '../spec/iceberg/schema.ts';
+import { assignFreshIds, evolveSchema, indexById, nameMapping, ROW_LINEAGE_FIELDS, typeToString, type SchemaChange } from '../spec/iceberg/schema.ts';
 import { currentSchema, currentSnapshot, newTableMetadata, specById } from '../spec/iceberg/table-metadata.ts';
 import type { PartitionSpec, Schema, StructType, TableMetadata } from '../spec/iceberg/types.ts';
 import { applyUpdates, type TableRequirement, type TableUpdate } from '../spec/iceberg/updates.ts';
@@ -31,6 +31,8 @@ export interface SchemaPlan {
   schema: Schema;
   lastColumnId: number;
   schemaChanged: boolean;
+  /** Columns this batch adds and types it widens (none for a new table). */
+  schemaChanges: SchemaChange[];
   physicalNames: Map<number, string>;
   /** Set when the table does not exist yet: its metadata before the first snapshot. */
   newTable?: TableMetadata;
@@ -75,6 +77,7 @@ export function planSchema(ctx: TableContext, metadata: TableMetadata | undefine
       schema,
       lastColumnId: next - 1,
       schemaChanged: false,
+      schemaChanges: [],
       physicalNames,
       newTable,
       location: ctx.location,
@@ -110,6 +113,7 @@ export function planSchema(ctx: TableContext, metadata: TableMetadata | undefine
     schema: evolved.schema,
     lastColumnId: evolved.lastColumnId,
     schemaChanged: evolved.changed,
+    schemaChanges: evolved.changes,
     physicalNames: assignPhysicalNames(evolved.schema, readPhysicalNames(metadata)),
     location: metadata.location,
     targetFileSize: intProp(metadata.properties, Props.targetFileSize, DEFAULT_TARGET_FILE_SIZE),

@@ -1,9 +1,9 @@
 import { invalidInput, isTwinlakeError, TwinlakeError, unsupported } from '../core/errors.ts';
 import { ensureNamespace, type LoadTableResult } from '../catalog/catalog.ts';
-import { indexById } from '../spec/iceberg/schema.ts';
+import { indexById, type SchemaChange } from '../spec/iceberg/schema.ts';
 import { currentSchema } from '../spec/iceberg/table-metadata.ts';
 import type { StructType, TableMetadata } from '../spec/iceberg/types.ts';
-import { alignToTable, encode, inferOrExplain, type EncodedFiles } from './batch.ts';
+import { encode, inferOrExplain, type EncodedFiles } from './batch.ts';
 import { commitChange } from './commit.ts';
 import { commitDelta, finishDelta, repairDelta } from './delta-sync.ts';
 import { isBlank } from './input-diagnostics.ts';
@@ -52,6 +52,11 @@ export interface WriteResult {
   bytes: number;
   warnings: string[];
   /**
+   * How this write evolved the table's schema: columns added and types widened, each named by
+   * its full path (`customer.address.zip`, `items.element.color`); empty when it did not.
+   */
+  schemaChanges: SchemaChange[];
+  /**
    * Where the time went, in milliseconds: encoding the data files, committing the Iceberg
    * snapshot (including retries), writing the Delta version(s), and the Delta checkpoint that
    * follows every `delta.checkpointInterval` versions.
@@ -72,8 +77,7 @@ export async function writeTable(ctx: TableContext, input: WriteInput, opts: Wri
     const session = await ctx.session();
     if (await isBlank(prepared)) throw invalidInput(`input ${prepared.displayName}: no records; nothing was written`);
     let loaded = await tryLoad(ctx);
-    let incoming = opts.schema ?? splitExcluded(await inferOrExplain(session, prepared), opts.excludeColumns, 'write').kept;
-    if (loaded && !opts.schema) incoming = alignToTable(incoming, currentSchema(loaded.metadata));
+    let incoming = opts.schema ?? splitExcluded(await inferOrExplain(session, prepared, loaded && currentSchema(loaded.metadata)), opts.excludeColumns, 'write').kept;
     if (loaded) await repairDelta(ctx, loaded.metadata, warn);
 
     for (let encodeAttempt = 0; ; encodeAttempt++) {
@@ -108,6 +112,7 @@ export async function writeTable(ctx: TableContext, input: WriteInput, opts: Wri
           rows: written.rows,
           bytes: written.bytes,
           warnings,
+          schemaChanges: plan.schemaChanges,
           timings: { encodeMs, icebergCommitMs, deltaCommitMs, checkpointMs },
         };
       } catch (e) {

@@ -35,9 +35,43 @@ describe('inferSchema', () => {
     const schema = await inferSchema(fx.session, { path, format: 'ndjson' });
     expect(types(schema)).toEqual({
       n: 'long', x: 'double', t: 'timestamptz', naive: 'timestamp', d: 'date',
-      o: { p: 'long', q: ['long'], when: 'timestamptz' }, arr: [{ z: 'string' }], mixed: 'string', nothing: 'string', flag: 'boolean',
+      o: { p: 'long', q: ['long'], when: 'timestamptz' }, arr: [{ z: 'string' }], mixed: 'unknown', nothing: 'unknown', flag: 'boolean',
     });
     expect(schema.fields.every((f) => f.id === 0 && !f.required)).toBe(true);
+  });
+
+  it('integers of either sign are long, at the top, in structs, lists and maps', async () => {
+    const lines = [
+      '{"t": -3, "o": {"a": -1, "l": [1, -2], "deep": [{"x": 5}]}, "m": {"k": -7}, "ll": [[1], [-1]]}',
+      '{"t": 4, "o": {"a": 2, "l": [3], "deep": [{"x": -5}, null]}, "m": {"k": 8}, "ll": [[]]}',
+      '{"t": null, "o": null, "m": null, "ll": null}',
+    ];
+    // `m` has so many distinct keys across the sample that DuckDB infers a map.
+    const many = Array.from({ length: 300 }, (_, i) => `{"m": {"key${i}": ${i % 2 ? -i : i}}}`);
+    const s = await inferSchema(fx.session, { path: file('signs.ndjson', [...lines, ...many].join('\n') + '\n'), format: 'ndjson' });
+    expect(types(s)).toEqual({ t: 'long', o: { a: 'long', l: ['long'], deep: [{ x: 'long' }] }, m: { map: ['string', 'long'] }, ll: [['long']] });
+  });
+
+  it('integers become decimal(38, 0) only when one does not fit 64 bits', async () => {
+    const lines = [
+      '{"big": 9223372036854775808, "neg": -9223372036854775808, "u": 18446744073709551615, "huge": 99999999999999999999999999999999999999, "frac": 1.5, "l": [-1, 9223372036854775808]}',
+      '{"big": -1, "neg": 1, "u": 1, "huge": 1, "frac": 2, "l": [2]}',
+    ];
+    const s = await inferSchema(fx.session, { path: file('wide.ndjson', lines.join('\n') + '\n'), format: 'ndjson' });
+    expect(types(s)).toEqual({ big: 'decimal(38, 0)', neg: 'long', u: 'decimal(38, 0)', huge: 'decimal(38, 0)', frac: 'double', l: ['decimal(38, 0)'] });
+    // More than 38 digits is beyond any decimal: a double, as DuckDB reads it.
+    const beyond = file('beyond.ndjson', '{"n": 999999999999999999999999999999999999999}\n{"n": -1}\n');
+    expect(types(await inferSchema(fx.session, { path: beyond, format: 'ndjson' }))).toEqual({ n: 'double' });
+  });
+
+  it('timestamps inside lists and maps are recognised too', async () => {
+    const path = file('ts-lists.ndjson', '{"l": ["2020-01-01T00:00:00Z", null], "ls": [{"at": "2020-01-01 10:00:00"}]}\n');
+    expect(types(await inferSchema(fx.session, { path, format: 'ndjson' }))).toEqual({ l: ['timestamptz'], ls: [{ at: 'timestamp' }] });
+  });
+
+  it('nulls and empty values leave the type unknown, for a table to decide', async () => {
+    const path = file('empty.ndjson', '{"n": null, "l": [], "o": {"a": null}, "e": {}}\n');
+    expect(types(await inferSchema(fx.session, { path, format: 'ndjson' }))).toEqual({ n: 'unknown', l: ['unknown'], o: { a: 'unknown' }, e: { map: ['string', 'unknown'] } });
   });
 
   it('instants of one uniform shape stay timestamptz (DuckDB alone would drop the zone)', async () => {

@@ -4,55 +4,37 @@ import { stringifyJson } from '../../src/core/json.ts';
  * 100k deterministic rows covering every type Twinlake writes in dual-format tables, with nulls,
  * unicode, negative numbers, nested structs and lists, maps, timestamps with microseconds (also
  * before 1970) and leap days — and, for each row, the canonical form every reader must return.
+ *
+ * The types come from inference: the table is created with only the columns whose type JSON
+ * cannot say (int, float, decimal, binary, and maps, which JSON writes as objects), and every
+ * other column is inferred from the NDJSON of the first batch (`INFERRED_TYPES`). Rows of the
+ * second batch up to `QUIET_UNTIL` hold only nulls, empty lists and empty objects in many columns,
+ * more rows than inference samples, so that batch is read against the table's types.
  */
-export const ALL_TYPES_SCHEMA = {
+export const DECLARED_SCHEMA = {
   type: 'struct',
   fields: [
-    { id: 1, name: 'id', required: true, type: 'long' },
-    { id: 2, name: 'b', required: false, type: 'boolean' },
-    { id: 3, name: 'i', required: false, type: 'int' },
-    { id: 4, name: 'l', required: false, type: 'long' },
-    { id: 5, name: 'f', required: false, type: 'float' },
-    { id: 6, name: 'd', required: false, type: 'double' },
-    { id: 7, name: 'dec', required: false, type: 'decimal(12, 2)' },
-    { id: 8, name: 'dt', required: false, type: 'date' },
-    { id: 9, name: 'ts', required: false, type: 'timestamptz' },
-    { id: 10, name: 'tsn', required: false, type: 'timestamp' },
-    { id: 11, name: 's', required: false, type: 'string' },
-    { id: 12, name: 'bin', required: false, type: 'binary' },
-    {
-      id: 13,
-      name: 'st',
-      required: false,
-      type: {
-        type: 'struct',
-        fields: [
-          { id: 14, name: 'a', required: false, type: 'int' },
-          { id: 15, name: 'b', required: false, type: 'string' },
-        ],
-      },
-    },
-    { id: 16, name: 'lst', required: false, type: { type: 'list', 'element-id': 17, element: 'long', 'element-required': false } },
-    { id: 18, name: 'm', required: false, type: { type: 'map', 'key-id': 19, key: 'string', 'value-id': 20, value: 'long', 'value-required': false } },
-    {
-      id: 21,
-      name: 'ls',
-      required: false,
-      type: {
-        type: 'list',
-        'element-id': 22,
-        element: {
-          type: 'struct',
-          fields: [
-            { id: 23, name: 'x', required: false, type: 'double' },
-            { id: 24, name: 'y', required: false, type: 'string' },
-          ],
-        },
-        'element-required': false,
-      },
-    },
+    { id: 0, name: 'i', required: false, type: 'int' },
+    { id: 0, name: 'f', required: false, type: 'float' },
+    { id: 0, name: 'dec', required: false, type: 'decimal(12, 2)' },
+    { id: 0, name: 'bin', required: false, type: 'binary' },
+    { id: 0, name: 'm', required: false, type: { type: 'map', 'key-id': 0, key: 'string', 'value-id': 0, value: 'long', 'value-required': false } },
+    { id: 0, name: 'attrs', required: false, type: { type: 'map', 'key-id': 0, key: 'string', 'value-id': 0, value: 'string', 'value-required': false } },
   ],
 };
+
+/** The table's schema after both batches, as `typeToString` prints it. */
+export const INFERRED_TYPES =
+  'struct<i: int, f: float, dec: decimal(12, 2), bin: binary, m: map<string, long>, attrs: map<string, string>, ' +
+  'id: long, b: boolean, l: long, d: double, dt: date, ts: timestamptz, tsn: timestamp, s: string, ' +
+  'st: struct<a: long, b: string>, lst: list<long>, ls: list<struct<x: double, y: string>>, big: decimal(38, 0)>';
+
+/** The first row of the second batch. */
+export const SECOND_BATCH = 50_000;
+/** Rows from SECOND_BATCH up to here are quiet: more than the 20,480 rows inference samples. */
+export const QUIET_UNTIL = 75_000;
+
+const COLORS = ['red', 'grün', '青', 'blue', 'black'];
 
 const STRINGS = ['', 'plain ascii', 'ünïcödé', '日本語テキスト', '🙂 emoji 🎉', 'quote " and \\ backslash', 'line\nbreak\ttab', 'x'.repeat(300), 'ZZZ\u{10FFFF}'];
 
@@ -78,6 +60,7 @@ export interface GeneratedRow {
 
 export function generateRow(k: number): GeneratedRow {
   const n = (mod: number) => k % mod === 0;
+  const quiet = k >= SECOND_BATCH && k < QUIET_UNTIL;
   const i = n(7) ? null : ((k * 7919) % 200001) - 100000;
   const l = n(11) ? null : BigInt(k) * 92233720368547n - 4_000_000_000_000_000_000n;
   const f = n(13) ? null : ((k % 2000) - 1000) / 8;
@@ -85,20 +68,23 @@ export function generateRow(k: number): GeneratedRow {
   const decCents = ((k * 37) % 100_000_000) - 50_000_000;
   const dec = n(19) ? null : `${decCents < 0 ? '-' : ''}${Math.floor(Math.abs(decCents) / 100)}.${pad(Math.abs(decCents) % 100, 2)}`;
   const day = (k % 40000) - 20000;
-  const dt = n(23) ? null : isoDate(day === 0 ? 19782 : day); // 19782 = 2024-02-29, a leap day
+  const dt = quiet || n(23) ? null : isoDate(day === 0 ? 19782 : day); // 19782 = 2024-02-29, a leap day
   const micros = BigInt(k) * 1_234_567_891_234n - 50_000_000_000_000_000n;
   const ts = n(29) ? null : micros;
   const tsn = n(31) ? null : micros + 7n;
   const s = n(37) ? null : `${STRINGS[k % STRINGS.length]}#${k}`;
   const binBytes = n(41) ? null : Uint8Array.from([k & 0xff, (k >> 8) & 0xff, (k >> 16) & 0xff, 0, 255]);
-  const st = n(43) ? null : { a: n(3) ? null : -k, b: n(5) ? null : `s${k}` };
-  const lst = n(47) ? null : k % 4 === 0 ? [] : [BigInt(k), BigInt(-k), null];
-  const m = n(53) ? null : { [`k${k}`]: BigInt(k), z: null };
-  const ls = n(59) ? null : [{ x: k / 4, y: 'ä' + k }, null, { x: null, y: null }];
+  const st = quiet || n(43) ? null : { a: n(3) ? null : -k, b: n(5) ? null : `s${k}` };
+  const lst = n(47) ? null : quiet || k % 4 === 0 ? [] : [BigInt(k), BigInt(-k), null];
+  const m = n(53) ? null : quiet ? {} : { [`k${k}`]: BigInt(k), z: null };
+  const ls = n(59) ? null : quiet ? [] : [{ x: k / 4, y: 'ä' + k }, null, { x: null, y: null }];
+  // Integers just beyond 64 bits, of either sign: decimal(38, 0).
+  const big = quiet || n(61) ? null : (k % 2 ? -1n : 1n) * (9_223_372_036_854_775_808n + BigInt(k) * 7n);
+  const attrs = n(67) ? null : quiet ? {} : { color: COLORS[k % COLORS.length]!, ...(n(3) ? { size: k % 2 ? 'L' : 'M' } : {}) };
 
   const input = {
     id: k,
-    b: n(3) ? null : k % 2 === 0,
+    b: quiet || n(3) ? null : k % 2 === 0,
     i,
     l,
     f,
@@ -113,7 +99,10 @@ export function generateRow(k: number): GeneratedRow {
     lst,
     m,
     ls,
+    big,
+    attrs,
   };
+  const entries = (o: Record<string, unknown> | null) => (o === null ? null : Object.entries(o).map(([key, v]) => [key, v === null ? null : String(v)]).sort());
   const canonical = {
     id: String(k),
     b: input.b,
@@ -129,8 +118,10 @@ export function generateRow(k: number): GeneratedRow {
     bin: binBytes === null ? null : Buffer.from(binBytes).toString('hex'),
     st,
     lst: lst === null ? null : lst.map((x) => (x === null ? null : String(x))),
-    m: m === null ? null : [[`k${k}`, String(k)], ['z', null]],
+    m: entries(m),
     ls,
+    big: big === null ? null : String(big),
+    attrs: entries(attrs),
   };
   return { input, canonical };
 }

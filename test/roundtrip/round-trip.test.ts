@@ -7,10 +7,13 @@ import { parseJson } from '../../src/core/json.ts';
 import { cli, tempDir } from '../helpers.ts';
 import { readWithIcebird } from '../icebird.ts';
 import type { IcebergType, StructType } from '../../src/spec/iceberg/types.ts';
-import { ALL_TYPES_SCHEMA, generateRow, ndjsonLine } from './all-types-data.ts';
+import { typeToString } from '../../src/spec/iceberg/schema.ts';
+import { DECLARED_SCHEMA, generateRow, INFERRED_TYPES, ndjsonLine, SECOND_BATCH } from './all-types-data.ts';
 
 /**
- * 100k rows of every supported type written through the CLI, read back identically through
+ * 100k rows of every supported type written through the CLI in two NDJSON batches, with types
+ * inferred (the table is created with only the columns JSON cannot type: int, float, decimal,
+ * binary, maps), the second batch appended without a schema; read back identically through
  * (a) the Iceberg metadata by an independent reader (icebird), and by our own Iceberg reader,
  * (b) the Delta log by our reader, (c) DuckDB `read_parquet` over the data files, with the field
  * IDs confirmed by `parquet_schema`.
@@ -45,6 +48,13 @@ function canonicalKey(row: Canonical): string {
   return JSON.stringify(row);
 }
 
+/** Same rows (sorted canonical keys); a difference shows the first differing row, not 100k. */
+function expectSameRows(got: string[], want: string[]): void {
+  expect(got.length).toBe(want.length);
+  const at = got.findIndex((g, i) => g !== want[i]);
+  expect(at < 0 ? undefined : got[at]).toBe(at < 0 ? undefined : want[at]);
+}
+
 function microsFromIso(s: string): string {
   const m = /^(.*?)(?:\.(\d{1,9}))?(Z)?$/.exec(s)!;
   const ms = Date.parse(m[1] + 'Z');
@@ -69,9 +79,15 @@ function fromTwinlake(r: Record<string, any>): Canonical {
     bin: r.bin === null ? null : Buffer.from(r.bin, 'base64').toString('hex'),
     st: r.st,
     lst: r.lst === null ? null : r.lst.map((x: unknown) => (x === null ? null : String(x))),
-    m: r.m === null ? null : r.m.map((e: { key: string; value: unknown }) => [e.key, e.value === null ? null : String(e.value)]).sort(),
+    m: entries(r.m),
     ls: r.ls,
+    big: r.big === null ? null : String(r.big),
+    attrs: entries(r.attrs),
   };
+}
+
+function entries(m: { key: string; value: unknown }[] | null): unknown {
+  return m === null ? null : m.map((e) => [e.key, e.value === null ? null : String(e.value)]).sort();
 }
 
 describe('round trip of every type through the CLI', () => {
@@ -80,44 +96,59 @@ describe('round trip of every type through the CLI', () => {
   const tableDir = join(wh, 'rt', 'all_types');
   const expected = new Map<string, Canonical>();
   let expectedKeys: string[] = [];
+  const writes: string[] = [];
   whOf = () => wh;
 
   beforeAll(async () => {
-    const input = join(tmp.path, 'all.ndjson');
-    const out = createWriteStream(input);
-    let buf = '';
-    for (let k = 0; k < ROWS; k++) {
-      const row = generateRow(k);
-      expected.set(String(k), row.canonical);
-      buf += ndjsonLine(row);
-      if (buf.length > 1 << 20) {
-        out.write(buf);
-        buf = '';
+    const batches = [join(tmp.path, 'first.ndjson'), join(tmp.path, 'second.ndjson')];
+    for (const [b, path] of batches.entries()) {
+      const out = createWriteStream(path);
+      let buf = '';
+      for (let k = b === 0 ? 0 : SECOND_BATCH; k < (b === 0 ? SECOND_BATCH : ROWS); k++) {
+        const row = generateRow(k);
+        expected.set(String(k), row.canonical);
+        buf += ndjsonLine(row);
+        if (buf.length > 1 << 20) {
+          out.write(buf);
+          buf = '';
+        }
       }
+      out.end(buf);
+      await finished(out);
     }
-    out.end(buf);
-    await finished(out);
     expectedKeys = [...expected.values()].map(canonicalKey).sort();
-    writeFileSync(join(tmp.path, 'schema.json'), JSON.stringify(ALL_TYPES_SCHEMA));
+    writeFileSync(join(tmp.path, 'schema.json'), JSON.stringify(DECLARED_SCHEMA));
     // icebird reads deflate-compressed Avro wrongly, so this table writes uncompressed manifests.
-    const r = cli(['--warehouse', wh, 'write', 'rt.all_types', '--input', input, '--schema', join(tmp.path, 'schema.json'), '--property', 'write.avro.compression-codec=uncompressed']);
-    expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout).toMatch(/rows\s+100000/);
+    const created = cli(['--warehouse', wh, 'create', 'rt.all_types', '--schema', join(tmp.path, 'schema.json'), '--property', 'write.avro.compression-codec=uncompressed']);
+    expect(created.code, created.stderr).toBe(0);
+    for (const [b, path] of batches.entries()) {
+      const r = cli(['--warehouse', wh, 'write', 'rt.all_types', '--input', path]);
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).toMatch(/rows\s+50000/);
+      writes.push(r.stdout);
+      if (b === 1) expect(r.stdout).not.toMatch(/columns added|types widened/);
+    }
   });
   afterAll(() => tmp.cleanup());
+
+  it('infers every column the table did not declare; the second batch changes no type', () => {
+    expect(typeToString(tableSchema())).toBe(INFERRED_TYPES);
+    expect(writes[0]).toMatch(/columns added\s+id: long, b: boolean, l: long, d: double, dt: date, ts: timestamptz, tsn: timestamp, s: string, st: struct<a: long, b: string>/);
+    expect(writes[0]).not.toMatch(/types widened/);
+  });
 
   it('reads back identically through the Delta log (our reader)', () => {
     const r = cli(['--warehouse', wh, 'read', 'rt.all_types', '--format', 'delta', '--output', 'ndjson']);
     expect(r.code, r.stderr).toBe(0);
     const rows = r.stdout.trim().split('\n').map((l) => fromTwinlake(parseJson(l)));
-    expect(rows.map(canonicalKey).sort()).toEqual(expectedKeys);
+    expectSameRows(rows.map(canonicalKey).sort(), expectedKeys);
   });
 
   it('reads back identically through the Iceberg metadata (our reader)', () => {
     const r = cli(['--warehouse', wh, 'read', 'rt.all_types', '--format', 'iceberg', '--output', 'ndjson']);
     expect(r.code, r.stderr).toBe(0);
     const rows = r.stdout.trim().split('\n').map((l) => fromTwinlake(parseJson(l)));
-    expect(rows.map(canonicalKey).sort()).toEqual(expectedKeys);
+    expectSameRows(rows.map(canonicalKey).sort(), expectedKeys);
   });
 
   it('reads back identically with DuckDB read_parquet over the data files, field IDs on every column', async () => {
@@ -134,11 +165,12 @@ describe('round trip of every type through the CLI', () => {
       const sql = `SELECT id::VARCHAR AS id, b, i, l::VARCHAR AS l, f::DOUBLE AS f, d, dec::VARCHAR AS dec, dt::VARCHAR AS dt,
         epoch_us(ts)::VARCHAR AS ts, epoch_us(tsn)::VARCHAR AS tsn, s, hex(bin) AS bin, st,
         list_transform(lst, x -> x::VARCHAR) AS lst,
-        list_transform(map_entries(m), e -> [e.key, e.value::VARCHAR]) AS m, ls
+        list_transform(map_entries(m), e -> [e.key, e.value::VARCHAR]) AS m, ls, big::VARCHAR AS big,
+        list_transform(map_entries(attrs), e -> [e.key, e.value::VARCHAR]) AS attrs
         FROM read_parquet('${glob}')`;
       const rows = (await c.runAndReadAll(sql)).getRowObjectsJson() as Record<string, any>[];
-      const canon = rows.map((r) => ({ ...r, bin: r.bin === null ? null : String(r.bin).toLowerCase(), f: r.f === null ? null : Number(r.f), d: r.d === null ? null : Number(r.d), st: r.st, m: r.m === null ? null : [...r.m].sort() }));
-      expect(canon.map(canonicalKey).sort()).toEqual(expectedKeys);
+      const canon = rows.map((r) => ({ ...r, bin: r.bin === null ? null : String(r.bin).toLowerCase(), f: r.f === null ? null : Number(r.f), d: r.d === null ? null : Number(r.d), st: r.st === null ? null : { ...r.st, a: r.st.a === null ? null : Number(r.st.a) }, m: r.m === null ? null : [...r.m].sort(), attrs: r.attrs === null ? null : [...r.attrs].sort() }));
+      expectSameRows(canon.map(canonicalKey).sort(), expectedKeys);
     } finally {
       c.closeSync();
     }

@@ -37,8 +37,10 @@ describe('schema evolution', () => {
     const intSchema = { type: 'struct' as const, fields: [{ id: 0, name: 'id', required: false, type: 'int' }, { id: 0, name: 'n', required: false, type: 'int' }] };
     const first = await t.append([{ id: 1, n: 7 }], { schema: intSchema });
     expect((await t.schema()).fields.map((f) => f.type)).toEqual(['int', 'int']);
-    await t.append([{ id: 2, n: 5_000_000_000 }]); // inferred as long
-    expect((await t.schema()).fields.map((f) => f.type)).toEqual(['long', 'long']);
+    // JSON integers are inferred as long; the values decide: 2 still fits the int column.
+    const widened = await t.append([{ id: 2, n: 5_000_000_000 }]);
+    expect((await t.schema()).fields.map((f) => f.type)).toEqual(['int', 'long']);
+    expect(widened.schemaChanges).toEqual([{ change: 'widened', column: 'n', from: 'int', to: 'long' }]);
     for (const format of ['iceberg', 'delta'] as const) {
       const rows = byId(await t.read({ format }));
       expect(rows.map((r) => [Number(r.id), Number(r.n)])).toEqual([
@@ -48,6 +50,31 @@ describe('schema evolution', () => {
     }
     const old = await t.read({ format: 'delta', version: first.deltaVersion });
     expect(old.map((r) => Number(r.n))).toEqual([7]);
+  });
+
+  it('JSON numbers that fit an int or float column keep its type, at every depth', async () => {
+    const t = fx.lake.table('evo.narrow');
+    const struct = (fields: [string, string][]) => ({ type: 'struct' as const, fields: fields.map(([name, type]) => ({ id: 0, name, required: false, type })) });
+    await t.create({
+      ...struct([['i', 'int'], ['f', 'float']]),
+      fields: [...struct([['i', 'int'], ['f', 'float']]).fields, { id: 0, name: 'o', required: false, type: struct([['i', 'int'], ['f', 'float']]) }],
+    });
+    const r = await t.append([{ i: -2147483648, f: 0.1, o: { i: 2147483647, f: -3.4e38 } }]);
+    expect(r.schemaChanges).toEqual([]);
+    expect((await t.schema()).fields.map((f) => typeof f.type === 'string' ? f.type : 'struct')).toEqual(['int', 'float', 'struct']);
+    const rows = await t.read({ format: 'delta' });
+    expect(rows.map((x: any) => [x.i, Math.fround(0.1) === x.f, x.o.i])).toEqual([[-2147483648, true, 2147483647]]);
+    // A value beyond the type widens it, nested too.
+    const w = await t.append([{ i: 1, f: 1, o: { i: 2147483648, f: 1e39 } }]);
+    expect(w.schemaChanges).toEqual([
+      { change: 'widened', column: 'o.i', from: 'int', to: 'long' },
+      { change: 'widened', column: 'o.f', from: 'float', to: 'double' },
+    ]);
+    expect(await t.count()).toBe(2);
+    // Declared float, a value beyond its range: refused, not stored as infinity.
+    const floatSchema = struct([['f', 'float']]);
+    const err = await t.append([{ f: 1e39 }], { schema: floatSchema }).catch((e) => e);
+    expect(err.message).toMatch(/column "f".*expected float, found "1e\+?39"/);
   });
 
   it('writes a missing optional column as null', async () => {

@@ -136,10 +136,21 @@ function samePrimitive(a: PrimitiveType, b: PrimitiveType): boolean {
 // ---------------------------------------------------------------------------------------------
 // Evolution of a table schema by an incoming batch schema.
 
+/** One change an evolution makes, naming the column by its full path (`items.element.color`). */
+export type SchemaChange =
+  | { change: 'added'; column: string; type: string }
+  | { change: 'widened'; column: string; from: string; to: string };
+
+export function describeSchemaChange(c: SchemaChange): string {
+  return c.change === 'added' ? `new column ${c.column}: ${c.type}` : `column ${c.column} promoted from ${c.from} to ${c.to}`;
+}
+
 export interface EvolveResult {
   schema: Schema;
   lastColumnId: number;
   changed: boolean;
+  /** What changed, in schema order; empty when nothing did. */
+  changes: SchemaChange[];
 }
 
 /**
@@ -166,19 +177,18 @@ export function evolveSchema(
   if (ctx.errors.length > 0) {
     throw invalidInput(`iceberg schema: the batch does not fit the table: ${ctx.errors.join('; ')}`, { errors: ctx.errors });
   }
-  if (ctx.changes.length === 0) return { schema: current, lastColumnId, changed: false };
+  if (ctx.changes.length === 0) return { schema: current, lastColumnId, changed: false, changes: [] };
   if (!opts.allowEvolution) {
-    throw invalidInput(`iceberg schema: the batch differs from the table schema and schema evolution is off: ${ctx.changes.join('; ')}`, {
-      differences: ctx.changes,
-    });
+    const differences = ctx.changes.map(describeSchemaChange);
+    throw invalidInput(`iceberg schema: the batch differs from the table schema and schema evolution is off: ${differences.join('; ')}`, { differences });
   }
   const schema: Schema = { ...current, type: 'struct', fields: merged.fields, 'schema-id': opts.newSchemaId };
-  return { schema, lastColumnId: ctx.nextId, changed: true };
+  return { schema, lastColumnId: ctx.nextId, changed: true, changes: ctx.changes };
 }
 
 interface MergeContext {
   nextId: number;
-  changes: string[];
+  changes: SchemaChange[];
   errors: string[];
 }
 
@@ -186,26 +196,24 @@ const pathName = (path: string[]) => path.join('.');
 
 function mergeStruct(table: StructType, batch: StructType, path: string[], ctx: MergeContext): StructType {
   const byName = new Map(table.fields.map((f) => [f.name, f]));
-  const seen = new Set<string>();
-  const fields = table.fields.map((f) => ({ ...f }));
-  const added: NestedField[] = [];
+  const seen = new Map<string, NestedField>();
   for (const bf of batch.fields) {
-    if (seen.has(bf.name)) {
-      ctx.errors.push(`column ${pathName([...path, bf.name])} appears twice in the batch`);
-      continue;
-    }
-    seen.add(bf.name);
-    const tf = byName.get(bf.name);
-    const fieldPath = [...path, bf.name];
-    if (!tf) {
-      // As Java's UpdateSchema.addColumn: the column takes its ID, then its nested fields theirs.
-      const id = ++ctx.nextId;
-      added.push({ ...bf, id, required: false, type: freshType(bf.type, () => ++ctx.nextId) });
-      ctx.changes.push(`new column ${pathName(fieldPath)}: ${typeToString(bf.type)}`);
-      continue;
-    }
-    const i = table.fields.indexOf(tf);
-    fields[i] = { ...tf, type: mergeType(tf.type, bf.type, fieldPath, ctx) };
+    if (seen.has(bf.name)) ctx.errors.push(`column ${pathName([...path, bf.name])} appears twice in the batch`);
+    else seen.set(bf.name, bf);
+  }
+  // Existing fields first, in table order, then new ones in batch order: IDs then depend only on
+  // the resulting schema, so evolving the table again by the evolved schema gives the same IDs.
+  const fields = table.fields.map((tf) => {
+    const bf = seen.get(tf.name);
+    return bf ? { ...tf, type: mergeType(tf.type, bf.type, [...path, tf.name], ctx) } : { ...tf };
+  });
+  const added: NestedField[] = [];
+  for (const bf of seen.values()) {
+    if (byName.has(bf.name)) continue;
+    // As Java's UpdateSchema.addColumn: the column takes its ID, then its nested fields theirs.
+    const id = ++ctx.nextId;
+    added.push({ ...bf, id, required: false, type: freshType(bf.type, () => ++ctx.nextId) });
+    ctx.changes.push({ change: 'added', column: pathName([...path, bf.name]), type: typeToString(bf.type) });
   }
   return { ...table, fields: [...fields, ...added] };
 }
@@ -220,7 +228,7 @@ function mergeType(table: IcebergType, batch: IcebergType, path: string[], ctx: 
     if (samePrimitive(table, batch)) return table;
     if (canPromote(batch, table)) return table; // narrower batch: cast on write
     if (canPromote(table, batch)) {
-      ctx.changes.push(`column ${pathName(path)} promoted from ${typeToString(table)} to ${typeToString(batch)}`);
+      ctx.changes.push({ change: 'widened', column: pathName(path), from: typeToString(table), to: typeToString(batch) });
       return normalizePrimitive(batch);
     }
     return mismatch();

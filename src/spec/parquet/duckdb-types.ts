@@ -256,6 +256,11 @@ export interface InferOptions {
   naiveTimestamp?: 'timestamp' | 'timestamptz';
   /** Types with no Iceberg twin (INTERVAL, UNION, ...) become `unknown` instead of an error. */
   lenient?: boolean;
+  /**
+   * What DuckDB's JSON type (values of no single type: only nulls, or mixed) becomes. Default
+   * `string` (the JSON text); schema inference asks for `unknown`, so a table can decide.
+   */
+  json?: 'string' | 'unknown';
 }
 
 /**
@@ -289,7 +294,8 @@ export function fromDuckDBType(type: string | DuckDBTypeNode, options: InferOpti
       if (!(p >= 1 && p <= 38)) throw unsupported(`duckdb type: DECIMAL(${node.params.join(',')}) exceeds Iceberg's precision 38`);
       return `decimal(${p}, ${s ?? 0})`;
     }
-    case 'VARCHAR': case 'JSON': case 'NULL': return 'string';
+    case 'JSON': case 'NULL': return options.json ?? 'string';
+    case 'VARCHAR': return 'string';
     case 'BLOB': return 'binary';
     case 'UUID': return 'uuid';
     case 'DATE': return 'date';

@@ -90,7 +90,8 @@ function parseText(type: string, s: string): string {
     // numbers arrive). Anything else (`+5`, ` 12 `, `2.5`, `1e3`) goes through the strict pattern.
     case 'long': return `CASE WHEN CAST(TRY_CAST(${s} AS BIGINT) AS VARCHAR) = ${s} THEN TRY_CAST(${s} AS BIGINT) ELSE ${guarded('\\s*[+-]?[0-9]+\\s*', 'BIGINT')} END`;
     case 'int': return `CASE WHEN CAST(TRY_CAST(${s} AS INTEGER) AS VARCHAR) = ${s} THEN TRY_CAST(${s} AS INTEGER) ELSE ${guarded('\\s*[+-]?[0-9]+\\s*', 'INTEGER')} END`;
-    case 'float': return `TRY_CAST(trim(${s}) AS FLOAT)`;
+    // DuckDB casts a number beyond a float's range to infinity: refuse it instead.
+    case 'float': return `CASE WHEN isfinite(TRY_CAST(trim(${s}) AS DOUBLE)) AND NOT isfinite(TRY_CAST(trim(${s}) AS FLOAT)) THEN NULL ELSE TRY_CAST(trim(${s}) AS FLOAT) END`;
     case 'double': return `TRY_CAST(trim(${s}) AS DOUBLE)`;
     case 'boolean': return `TRY_CAST(trim(${s}) AS BOOLEAN)`;
     case 'uuid': return `TRY_CAST(trim(${s}) AS UUID)`;

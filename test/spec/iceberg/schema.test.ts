@@ -242,6 +242,37 @@ describe('evolveSchema', () => {
     expect(evolveSchema(table, batchOf(table), 10, { allowEvolution: false, newSchemaId: 1 }).changed).toBe(false);
   });
 
+  test('evolving again by the evolved schema gives the same IDs, and the changes name full paths', () => {
+    const base: Schema = {
+      type: 'struct',
+      'schema-id': 0,
+      fields: [
+        { id: 1, name: 'id', required: false, type: 'int' },
+        { id: 2, name: 'c', required: false, type: { type: 'struct', fields: [{ id: 3, name: 'a', required: false, type: { type: 'struct', fields: [{ id: 4, name: 'x', required: false, type: 'int' }] } }] } },
+      ],
+    };
+    // The batch names a new field of c before the existing c.a, which gains a field too.
+    const batch: StructType = {
+      type: 'struct',
+      fields: [
+        { id: 0, name: 'c', required: false, type: { type: 'struct', fields: [
+          { id: 0, name: 'new', required: false, type: 'string' },
+          { id: 0, name: 'a', required: false, type: { type: 'struct', fields: [{ id: 0, name: 'x', required: false, type: 'long' }, { id: 0, name: 'y', required: false, type: 'string' }] } },
+        ] } },
+        { id: 0, name: 'id', required: false, type: 'int' },
+      ],
+    };
+    const once = evolveSchema(base, batch, 4, opts);
+    const again = evolveSchema(base, once.schema, 4, opts);
+    expect(again.schema.fields).toEqual(once.schema.fields);
+    expect(again.lastColumnId).toBe(once.lastColumnId);
+    expect(once.changes).toEqual([
+      { change: 'widened', column: 'c.a.x', from: 'int', to: 'long' },
+      { change: 'added', column: 'c.a.y', type: 'string' },
+      { change: 'added', column: 'c.new', type: 'string' },
+    ]);
+  });
+
   test('names match case-sensitively', () => {
     const r = evolveSchema(table, { type: 'struct', fields: [{ id: 0, name: 'ID', required: false, type: 'int' }] }, 10, opts);
     expect(r.schema.fields.map((f) => f.name)).toEqual(['id', 'point', 'items', 'attrs', 'ID']);
