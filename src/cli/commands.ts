@@ -7,18 +7,32 @@ import type { Command } from 'commander';
 import { invalidInput } from '../core/errors.ts';
 import { parseJson, stringifyJson } from '../core/json.ts';
 import { Lakehouse } from '../table/lakehouse.ts';
+import { resolveEngineSettings, type EngineOptions } from '../engine/engine-settings.ts';
 import { parseInputFormat, type WriteInput } from '../table/input.ts';
 import { parseFormats, type RowChangeStrategy } from '../table/table-properties.ts';
 import type { ReadOptions } from '../table/table.ts';
 import type { MergeResult } from '../table/merge.ts';
 import type { StructType } from '../spec/iceberg/types.ts';
-import { formatTable, printDescription, printHistory } from './format.ts';
+import { formatTable, printDescription, printEngine, printHistory } from './format.ts';
 import { runQuickstart } from './quickstart.ts';
 import { withProgress } from './progress.ts';
 
 interface GlobalOptions {
   warehouse?: string;
   config?: string;
+  memoryLimit?: string;
+  threads?: string;
+  tempDir?: string;
+}
+
+/** The engine settings given as options; unset ones fall back to the environment, then the machine. */
+function engineOptions(opts: GlobalOptions): EngineOptions {
+  if (opts.threads !== undefined && !/^\d+$/.test(opts.threads)) throw invalidInput(`engine: --threads expects a whole number of threads, found ${JSON.stringify(opts.threads)}`);
+  return {
+    ...(opts.memoryLimit !== undefined ? { memoryLimit: opts.memoryLimit } : {}),
+    ...(opts.threads !== undefined ? { threads: Number(opts.threads) } : {}),
+    ...(opts.tempDir !== undefined ? { tempDir: opts.tempDir } : {}),
+  };
 }
 
 async function openLakehouse(cmd: Command): Promise<Lakehouse> {
@@ -31,7 +45,7 @@ async function openLakehouse(cmd: Command): Promise<Lakehouse> {
     const config = parseJson(text, opts.config) as { warehouse?: string };
     warehouse ??= config.warehouse;
   }
-  return Lakehouse.open({ warehouse: warehouse ?? process.env.TWINLAKE_WAREHOUSE ?? './warehouse' });
+  return Lakehouse.open({ warehouse: warehouse ?? process.env.TWINLAKE_WAREHOUSE ?? './warehouse', engine: engineOptions(opts) });
 }
 
 async function using<T>(cmd: Command, fn: (lake: Lakehouse) => Promise<T>): Promise<T> {
@@ -83,7 +97,12 @@ function parseProperties(list: string[]): Record<string, string> | undefined {
 }
 
 function globalOptions(cmd: Command): Command {
-  return cmd.option('--warehouse <dir>', 'warehouse directory').option('--config <file>', 'JSON config file');
+  return cmd
+    .option('--warehouse <dir>', 'warehouse directory')
+    .option('--config <file>', 'JSON config file')
+    .option('--memory-limit <size>', 'engine memory limit')
+    .option('--threads <n>', 'engine threads')
+    .option('--temp-dir <dir>', 'engine spill folder');
 }
 
 export function registerCommands(program: Command): void {
@@ -266,5 +285,13 @@ export function registerCommands(program: Command): void {
         if (o.json) out(stringifyJson(d, 2));
         else out(printDescription(d));
       });
+    });
+
+  command('engine')
+    .description('the embedded engine\'s memory limit, threads and spill folder, and where each comes from')
+    .option('--json', 'print as JSON')
+    .action(async (o: { json?: boolean }, cmd: Command) => {
+      const settings = resolveEngineSettings(engineOptions(cmd.optsWithGlobals<GlobalOptions>()));
+      out(o.json ? stringifyJson(settings, 2) : printEngine(settings));
     });
 }

@@ -20,6 +20,9 @@ program
   .version(TWINLAKE_VERSION)
   .addOption(new Option('--warehouse <dir>', 'warehouse directory (local warehouse + embedded catalog)'))
   .addOption(new Option('--config <file>', 'JSON config file: {"warehouse": "..."}'))
+  .addOption(new Option('--memory-limit <size>', 'engine memory limit, e.g. 512MB, 4GB or 50% (default: half the machine\'s memory; env TWINLAKE_MEMORY_LIMIT)'))
+  .addOption(new Option('--threads <n>', 'engine threads (default: every core; env TWINLAKE_THREADS)'))
+  .addOption(new Option('--temp-dir <dir>', 'folder the engine spills to past its memory limit (default: the system temp folder; env TWINLAKE_TEMP_DIR)'))
   // Program options go before the command, so `read --version N` means a Delta version; each
   // command also accepts --warehouse and --config after its name.
   .enablePositionalOptions()

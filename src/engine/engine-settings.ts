@@ -30,6 +30,8 @@ export interface EngineSettings {
   machineMemoryBytes: number;
 }
 
+const FLAGS = { memoryLimit: '--memory-limit', threads: '--threads', tempDir: '--temp-dir' } as const;
+
 export const ENGINE_ENV = { memoryLimit: 'TWINLAKE_MEMORY_LIMIT', threads: 'TWINLAKE_THREADS', tempDir: 'TWINLAKE_TEMP_DIR' } as const;
 
 /**
@@ -86,7 +88,7 @@ function parseThreads(value: number | string, from: string): number {
 export function resolveEngineSettings(options: EngineOptions = {}, env: NodeJS.ProcessEnv = process.env): EngineSettings {
   const machine = machineMemoryBytes();
   const pick = <K extends keyof EngineOptions>(key: K): { value: EngineOptions[K] | string; source: SettingSource; from: string } | undefined => {
-    if (options[key] !== undefined) return { value: options[key], source: 'option', from: `the ${key} setting` };
+    if (options[key] !== undefined) return { value: options[key], source: 'option', from: `${FLAGS[key]} (${key})` };
     const fromEnv = env[ENGINE_ENV[key]];
     if (fromEnv !== undefined && fromEnv !== '') return { value: fromEnv, source: 'environment', from: ENGINE_ENV[key] };
     return undefined;
@@ -119,6 +121,5 @@ export function formatBytes(bytes: number): string {
 
 /** How to raise a setting, in the words of each way it can be given. */
 export function howToSet(key: keyof EngineOptions): string {
-  const flag = { memoryLimit: '--memory-limit', threads: '--threads', tempDir: '--temp-dir' }[key];
-  return `${flag}, ${ENGINE_ENV[key]} or the engine setting ${key}`;
+  return `${FLAGS[key]}, ${ENGINE_ENV[key]} or the engine setting ${key}`;
 }

@@ -31,8 +31,8 @@ describe('engine settings', () => {
     expect(thrown(() => resolveEngineSettings({}, { TWINLAKE_MEMORY_LIMIT: 'lots' })).message).toBe(
       'engine: TWINLAKE_MEMORY_LIMIT expects a memory size such as 512MB, 4GB or 50%, found "lots"',
     );
-    expect(thrown(() => resolveEngineSettings({ memoryLimit: '1MB' }, {})).message).toMatch(/^engine: the memoryLimit setting must be at least 32 MiB, found "1MB"$/);
-    expect(thrown(() => resolveEngineSettings({ threads: 0 }, {})).message).toMatch(/^engine: the threads setting expects a whole number of threads from 1 to 1024, found 0$/);
+    expect(thrown(() => resolveEngineSettings({ memoryLimit: '1MB' }, {})).message).toMatch(/^engine: --memory-limit \(memoryLimit\) must be at least 32 MiB, found "1MB"$/);
+    expect(thrown(() => resolveEngineSettings({ threads: 0 }, {})).message).toMatch(/^engine: --threads \(threads\) expects a whole number of threads from 1 to 1024, found 0$/);
     expect(thrown(() => resolveEngineSettings({}, { TWINLAKE_THREADS: '2.5' })).kind).toBe('invalid-input');
   });
 
@@ -73,7 +73,7 @@ describe('engine settings', () => {
       await lake.close();
     }
     const e = await errorOf(Lakehouse.open({ warehouse: join(tmp.path, 'never'), engine: { memoryLimit: 'big' } }));
-    expect(e.message).toMatch(/^engine: the memoryLimit setting expects a memory size/);
+    expect(e.message).toMatch(/^engine: --memory-limit \(memoryLimit\) expects a memory size/);
     expect(existsSync(join(tmp.path, 'never'))).toBe(false);
   });
 });
