@@ -54,6 +54,11 @@ function partitionKeysOf(raw: unknown): Map<string, string | null> {
   return out;
 }
 
+/** One row of a COPY's RETURN_STATS as the file's statistics, for files written outside `encodeParquet`. */
+export function fileStatsOf(row: Record<string, unknown>, schema: StructType, physicalNames: Map<number, string>): FileStats {
+  return parseReturnStats(statsRowOf(row), schema, physicalNames);
+}
+
 function statsRowOf(row: Record<string, unknown>) {
   const toMap = (entries: unknown): Map<string, unknown> => {
     if (entries instanceof Map) return entries as Map<string, unknown>;
