@@ -479,9 +479,20 @@ export function urlEncode(s: string): string {
   return out;
 }
 
-/** The value part of a data path segment `<field>=<value>`, escaped as Java's `partitionToPath`. */
+/** Hive's name for the null partition, which Spark, Trino and Hive readers of paths know. */
+export const HIVE_NULL_PARTITION = '__HIVE_DEFAULT_PARTITION__';
+
+/**
+ * The value part of a data path segment `<field>=<value>`, escaped as Java's `partitionToPath`,
+ * except for null: Java writes `null` there, the same text as the string "null", so the two
+ * would share a folder. Null takes Hive's `__HIVE_DEFAULT_PARTITION__` instead, and a value that
+ * spells that name has its first character percent-encoded (`%5F_HIVE…`), which every path
+ * decoder turns back into the value, so no value's folder is the null folder.
+ */
 export function partitionPathValue(transform: Transform, sourceType: IcebergType, partitionValue: LiteralValue): string {
-  return urlEncode(partitionHumanString(transform, sourceType, partitionValue));
+  if (partitionValue === null) return HIVE_NULL_PARTITION;
+  const text = urlEncode(partitionHumanString(transform, sourceType, partitionValue));
+  return text === HIVE_NULL_PARTITION ? `%5F${text.slice(1)}` : text;
 }
 
 /** One data path segment, `ts_day=2024-01-15`, name and value escaped as Java escapes them. */

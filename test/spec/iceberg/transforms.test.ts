@@ -364,8 +364,13 @@ describe('path values (Java PartitionSpec.partitionToPath)', () => {
 
   it('writes bucket numbers, null as "null", and whole segments', () => {
     expect(partitionPathValue('bucket[16]', 'string', 7)).toBe('7');
-    expect(partitionPathValue('day', 'timestamp', null)).toBe('null');
-    expect(partitionPathValue('identity', 'string', null)).toBe('null');
+    expect(partitionPathValue('day', 'timestamp', null)).toBe('__HIVE_DEFAULT_PARTITION__');
+    expect(partitionPathValue('identity', 'string', null)).toBe('__HIVE_DEFAULT_PARTITION__');
+    // The string "null" and a value spelling Hive's null name get folders of their own.
+    expect(partitionPathValue('identity', 'string', 'null')).toBe('null');
+    expect(partitionPathValue('identity', 'string', '__HIVE_DEFAULT_PARTITION__')).toBe('%5F_HIVE_DEFAULT_PARTITION__');
+    expect(decodeURIComponent(partitionPathValue('identity', 'string', '__HIVE_DEFAULT_PARTITION__'))).toBe('__HIVE_DEFAULT_PARTITION__');
+    expect(partitionPathValue('truncate[26]', 'string', '__HIVE_DEFAULT_PARTITION__')).toBe('%5F_HIVE_DEFAULT_PARTITION__');
     expect(partitionPathSegment('ts_day', 'day', 'timestamp', 0)).toBe('ts_day=1970-01-01');
     expect(partitionPathSegment('my col', 'identity', 'string', 'a/b')).toBe('my+col=a%2Fb');
   });
