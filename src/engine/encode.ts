@@ -205,6 +205,9 @@ async function diagnose(session: DuckDBSession, options: EncodeOptions, inputTyp
   if (!isTwinlakeError(e)) return e;
   const input = options.input;
   const where = input ? `input ${input.path}` : 'input';
+  // A partition key expression refused a value (see truncateSql in partition-keys.ts).
+  const refused = /Invalid Input Error: (partition [^\n]*)/.exec(e.message);
+  if (refused) return new TwinlakeError('invalid-input', `${where}: ${refused[1]}`, {}, { cause: e });
   const cast = parseCastFailure(e.message);
   if (cast) {
     const record = await firstBadRecord(session, options, inputType, cast).catch(() => undefined);
