@@ -36,3 +36,47 @@ export async function eventsFile(path: string, rows: number): Promise<string> {
   await finished(out);
   return path;
 }
+
+/**
+ * A deterministic NDJSON file of `rows` orders with 12 columns, nested ones among them (a
+ * customer with an address, a list of item structs, a struct of tags), whose `order_ts` falls into
+ * `hours` distinct hours. Consecutive rows land in far-apart hours, as an unsorted feed does.
+ */
+export async function ordersFile(path: string, rows: number, hours: number): Promise<string> {
+  if ((await stat(path).catch(() => undefined))?.size) return path;
+  const out = createWriteStream(path);
+  const start = Date.UTC(2024, 0, 1);
+  // A step coprime to `hours` visits every hour before repeating one.
+  let step = 7919;
+  while (gcd(step, hours) !== 1) step += 2;
+  let buf = '';
+  for (let i = 0; i < rows; i++) {
+    const hour = (i * step) % hours;
+    const row = {
+      order_id: i,
+      order_ts: new Date(start + hour * 3_600_000 + (i % 3600) * 1000).toISOString(),
+      customer_id: `cust-${i % 5000}`,
+      customer: { name: `Name ${i % 1000}`, email: `u${i}@example.com`, address: { street: `${i % 999} Main St`, city: `City ${i % 50}`, zip: String(i % 99999).padStart(5, '0'), country: i % 3 ? 'DE' : 'Ü' } },
+      items: Array.from({ length: 1 + (i % 3) }, (_, j) => ({ sku: `SKU-${(i + j) % 300}`, qty: 1 + ((i + j) % 5), price: ((i + j) % 1000) / 10 + 0.5 })),
+      tags: { channel: i % 2 ? 'web' : 'app', campaign: `c${i % 20}` },
+      total: (i % 100_000) / 100 + 0.25,
+      note: i % 7 === 0 ? null : `note ${i.toString(36)}`,
+      paid: i % 2 === 0,
+      status: ['new', 'paid', 'shipped'][i % 3],
+      discount: i % 11,
+      payload: `${i.toString(16).padStart(8, '0')}`.repeat(8),
+    };
+    buf += JSON.stringify(row) + '\n';
+    if (buf.length > 1 << 20) {
+      if (!out.write(buf)) await new Promise<void>((r) => out.once('drain', () => r()));
+      buf = '';
+    }
+  }
+  out.end(buf);
+  await finished(out);
+  return path;
+}
+
+function gcd(a: number, b: number): number {
+  return b === 0 ? a : gcd(b, a % b);
+}

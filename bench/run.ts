@@ -4,12 +4,16 @@ import { join, resolve } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { Lakehouse, type Table } from '../src/index.ts';
 import { eventsFile } from './data.ts';
+import { manyPartitions } from './many-partitions.ts';
 
 /**
  * Benchmarks, each against a baseline measured in the same run:
  * 1. `twinlake write` of a 1M-row NDJSON file vs DuckDB's own COPY of the same file to Parquet
  *    (the floor: DuckDB is our encoder). Goal: within 1.25x.
  * 2. Commit latency of commits 1–10 vs 491–500 in a 500-commit run. Goal: last ≤ 1.5x first.
+ * 3. `partitions`: one write into 10,000 hour partitions of a 12-column nested table under a
+ *    512 MB engine memory limit; every row read back in both formats and by DuckDB over the live
+ *    files; peak RSS. Run alone: `npm run bench partitions` (BENCH_PARTITION_ROWS, default 1M).
  */
 const root = resolve('.tmp/bench');
 mkdirSync(root, { recursive: true });
@@ -185,8 +189,23 @@ async function countRows(t: Table): Promise<{ rows: number; ms: number }> {
   return { rows, ms: performance.now() - t0 };
 }
 
+async function partitionsBench(): Promise<void> {
+  const dir = join(root, 'partitions');
+  rmSync(join(dir, 'warehouse'), { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  const partitionRows = Number(process.env.BENCH_PARTITION_ROWS ?? 1_000_000);
+  const r = await manyPartitions({ dir, rows: partitionRows, hours: 10_000, memoryLimit: '512MB', threads: 2 });
+  const ok = Object.values(r.read).every((t) => JSON.stringify(t, (_, v) => (typeof v === 'bigint' ? String(v) : v)) === JSON.stringify(r.expected, (_, v) => (typeof v === 'bigint' ? String(v) : v)));
+  console.log(`write of ${partitionRows} rows into 10,000 partitions (hour(order_ts), 12 columns, nested), engine memory limit 512 MB, 2 threads`);
+  console.log(`  ${r.partitions} partitions in ${r.files} files, ${r.misplacedFiles} files outside their partition, write ${(r.writeMs / 1000).toFixed(1)} s, peak RSS ${r.peakRssMb} MB`);
+  for (const [reader, t] of Object.entries(r.read)) console.log(`  ${reader.padEnd(14)} ${t.rows} rows, ${t.distinctIds} distinct ids, ${t.items} items`);
+  console.log(`  every row in every reader: ${ok && r.misplacedFiles === 0 ? 'YES' : 'NO'}`);
+  rmSync(join(dir, 'warehouse'), { recursive: true, force: true });
+}
+
 const only = process.argv[2];
 if (!only || only === 'write') await writeBench();
 if (!only || only === 'partitioned') await partitionedBench();
 if (!only || only === 'commits') await commitBench();
 if (!only || only === 'merge') await mergeBench();
+if (!only || only === 'partitions') await partitionsBench();

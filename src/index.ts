@@ -26,6 +26,7 @@ export type { WriteInput, InputFormat, Row } from './table/input.ts';
 export type { ReadPlan, ReadFormat, TimeTravel } from './table/reader.ts';
 export type { TableFormat } from './table/table-properties.ts';
 export { TwinlakeError, type ErrorKind } from './core/errors.ts';
+export type { EngineOptions, EngineSettings } from './engine/engine-settings.ts';
 export type { Catalog, TableIdentifier } from './catalog/catalog.ts';
 export { SqlCatalog } from './catalog/sql-catalog.ts';
 export type { ObjectStore, ObjectMeta } from './io/object-store.ts';

@@ -20,10 +20,11 @@ export interface CliResult {
 }
 
 /** Runs the real `twinlake` binary in a child process. */
-export function cli(args: string[], opts: { input?: string; cwd?: string } = {}): CliResult {
+export function cli(args: string[], opts: { input?: string; cwd?: string; env?: Record<string, string> } = {}): CliResult {
   const r = spawnSync(process.execPath, [join(repoRoot, 'bin/twinlake.mjs'), ...args], {
     cwd: opts.cwd ?? repoRoot,
     input: opts.input,
+    ...(opts.env ? { env: { ...process.env, ...opts.env } } : {}),
     encoding: 'utf8',
     maxBuffer: 1 << 30,
   });

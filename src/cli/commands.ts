@@ -7,11 +7,12 @@ import type { Command } from 'commander';
 import { invalidInput, notFound } from '../core/errors.ts';
 import { parseJson, stringifyJson } from '../core/json.ts';
 import { Lakehouse } from '../table/lakehouse.ts';
+import { resolveEngineSettings } from '../engine/engine-settings.ts';
 import { parseInputFormat, type WriteInput } from '../table/input.ts';
 import { parseFormats, type RowChangeStrategy } from '../table/table-properties.ts';
 import type { ReadOptions } from '../table/table.ts';
 import type { StructType } from '../spec/iceberg/types.ts';
-import { formatTable, printAlter, printDescription, printFiles, printHistory, printTableSummaries, printWriteResult } from './format.ts';
+import { formatTable, printAlter, printDescription, printEngine, printFiles, printHistory, printTableSummaries, printWriteResult } from './format.ts';
 import { runQuickstart } from './quickstart.ts';
 import { withProgress } from './progress.ts';
 import { repeatable } from './options.ts';
@@ -86,7 +87,12 @@ function parseProperties(list: string[], command = 'write'): Record<string, stri
 }
 
 function globalOptions(cmd: Command): Command {
-  return cmd.option('--warehouse <dir>', 'warehouse directory').option('--config <file>', 'JSON config file');
+  return cmd
+    .option('--warehouse <dir>', 'warehouse directory')
+    .option('--config <file>', 'JSON config file')
+    .option('--memory-limit <size>', 'engine memory limit')
+    .option('--threads <n>', 'engine threads')
+    .option('--temp-dir <dir>', 'engine spill folder');
 }
 
 export function registerCommands(program: Command): void {
@@ -309,5 +315,13 @@ export function registerCommands(program: Command): void {
         const r = await lake.table(table).alter({ set: parseProperties(o.property, 'alter'), unset: o.unset, formats: o.formats });
         out(o.json ? stringifyJson(r, 2) : printAlter(r));
       });
+    });
+
+  command('engine', 'twinlake engine --json', 'twinlake --memory-limit 512MB engine')
+    .description('the embedded engine\'s memory limit, threads and spill folder, and where each comes from')
+    .option('--json', 'print as JSON')
+    .action(async (o: { json?: boolean }, cmd: Command) => {
+      const settings = resolveEngineSettings((await settingsOf(cmd)).engine);
+      out(o.json ? stringifyJson(settings, 2) : printEngine(settings));
     });
 }

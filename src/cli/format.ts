@@ -1,4 +1,5 @@
 import { stringifyJson } from '../core/json.ts';
+import { ENGINE_ENV, formatBytes, type EngineSettings } from '../engine/engine-settings.ts';
 import type { IcebergType, NestedField } from '../spec/iceberg/types.ts';
 import { localPathIfFile } from '../core/uri.ts';
 import type { AlterResult } from '../table/alter.ts';
@@ -217,4 +218,15 @@ export function printAlter(r: AlterResult): string {
   if (r.snapshotId !== undefined) lines.push(`  iceberg snapshot  ${r.snapshotId}`);
   if (r.deltaVersion !== undefined) lines.push(`  delta version     ${r.deltaVersion}`);
   return lines.join('\n');
+}
+
+/** `twinlake engine`: each setting, and whether it was set, came from the environment or the machine. */
+export function printEngine(s: EngineSettings): string {
+  const origin = (key: keyof typeof ENGINE_ENV, fallback: string) =>
+    ({ option: 'set by option or config', environment: `from ${ENGINE_ENV[key]}`, default: `default: ${fallback}` })[s.sources[key]];
+  return [
+    `memory limit  ${formatBytes(s.memoryLimitBytes)}  (${origin('memoryLimit', `half of ${formatBytes(s.machineMemoryBytes)}`)})`,
+    `threads       ${s.threads}  (${origin('threads', 'every core')})`,
+    `temp folder   ${s.tempDir}  (${origin('tempDir', 'the system temp folder')})`,
+  ].join('\n');
 }

@@ -13,6 +13,9 @@ export function createProgram(): TwinlakeCommand {
     .version(TWINLAKE_VERSION)
     .option('--warehouse <dir>', 'warehouse directory (local warehouse + embedded catalog)')
     .option('--config <file>', 'JSON config file: {"warehouse": "...", "memoryLimit": "512MB", "threads": 4, "tempDir": "..."}')
+    .option('--memory-limit <size>', 'engine memory limit, e.g. 512MB, 4GB or 50% (default: half the machine\'s memory)')
+    .option('--threads <n>', 'engine threads (default: every core)')
+    .option('--temp-dir <dir>', 'folder the engine spills to past its memory limit (default: the system temp folder)')
     // Program options go before the command, so `read --version N` means a Delta version; each
     // command also accepts --warehouse and --config after its name (and those win).
     .enablePositionalOptions()

@@ -2,6 +2,7 @@ import { dirname, isAbsolute, resolve } from 'node:path';
 import { invalidInput } from '../core/errors.ts';
 import { isJsonObject, parseJson } from '../core/json.ts';
 import { isUri } from '../core/uri.ts';
+import { machineMemoryBytes, parseMemoryLimit, type EngineOptions } from '../engine/engine-settings.ts';
 import { nearest } from './suggest.ts';
 
 /**
@@ -18,17 +19,10 @@ import { nearest } from './suggest.ts';
  * that file's folder (the file is written once and used from anywhere); on the command line or in
  * the environment it is relative to the current folder.
  */
-export interface EngineSettings {
-  /** DuckDB's memory limit, e.g. "512MB" or "2GiB". */
-  memoryLimit?: string;
-  threads?: number;
-  /** Where DuckDB spills. */
-  tempDir?: string;
-}
-
 export interface Settings {
   warehouse: string;
-  engine: EngineSettings;
+  /** Given on the command line or in the config file; the library reads the environment itself. */
+  engine: EngineOptions;
 }
 
 /** What a command line gives, as typed: each command's options, the command's own first. */
@@ -46,13 +40,11 @@ type Key = 'warehouse' | 'memoryLimit' | 'threads' | 'tempDir';
 
 const SETTINGS: Record<Key, { flag: string; env: string; expects: string }> = {
   warehouse: { flag: '--warehouse', env: 'TWINLAKE_WAREHOUSE', expects: 'a folder path (string)' },
-  memoryLimit: { flag: '--memory-limit', env: 'TWINLAKE_MEMORY_LIMIT', expects: 'a size such as "512MB" or "2GiB" (string)' },
+  memoryLimit: { flag: '--memory-limit', env: 'TWINLAKE_MEMORY_LIMIT', expects: 'a size such as "512MB", "2GiB" or "50%" (string)' },
   threads: { flag: '--threads', env: 'TWINLAKE_THREADS', expects: 'a positive whole number' },
   tempDir: { flag: '--temp-dir', env: 'TWINLAKE_TEMP_DIR', expects: 'a folder path (string)' },
 };
 const KEYS = Object.keys(SETTINGS) as Key[];
-
-const SIZE = /^\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)$/i;
 
 type Values = Partial<Record<Key, string | number>>;
 
@@ -71,7 +63,13 @@ function checkValue(key: Key, value: unknown, typed: boolean, where: string): st
     return n as number;
   }
   if (typeof value !== 'string' || value.trim() === '') bad();
-  if (key === 'memoryLimit' && !SIZE.test((value as string).trim())) bad();
+  if (key === 'memoryLimit') {
+    try {
+      parseMemoryLimit(value as string, machineMemoryBytes(), where); // the engine's own rule, our message
+    } catch {
+      bad();
+    }
+  }
   return (value as string).trim();
 }
 
@@ -114,10 +112,13 @@ export function resolveSettings(options: SettingOptions[], env: Record<string, s
     const given = options.find((o) => o[key] !== undefined)?.[key];
     if (given !== undefined) return checkValue(key, given, false, SETTINGS[key].flag);
     const fromEnv = env[SETTINGS[key].env];
-    if (fromEnv !== undefined && fromEnv !== '') return checkValue(key, fromEnv, false, `environment: ${SETTINGS[key].env}`);
+    if (fromEnv !== undefined && fromEnv !== '') {
+      // The engine reads its own variables (and reports them as the source); the warehouse is ours.
+      return key === 'warehouse' ? checkValue(key, fromEnv, false, `environment: ${SETTINGS[key].env}`) : undefined;
+    }
     return config[key];
   };
-  const engine: EngineSettings = {};
+  const engine: EngineOptions = {};
   const memoryLimit = value('memoryLimit');
   if (memoryLimit !== undefined) engine.memoryLimit = memoryLimit as string;
   const threads = value('threads');

@@ -1,16 +1,15 @@
+import { randomUUID } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { DuckDBInstance, type DuckDBConnection, type DuckDBValue } from '@duckdb/node-api';
-import { TwinlakeError, type ErrorKind } from '../core/errors.ts';
+import { errorMessage, TwinlakeError, type ErrorKind } from '../core/errors.ts';
 import { quoteIdent, quoteString } from '../spec/parquet/duckdb-types.ts';
+import { formatBytes, howToSet, resolveEngineSettings, type EngineOptions, type EngineSettings } from './engine-settings.ts';
 
 export { quoteIdent, quoteString };
 
-export interface SessionOptions {
-  /** Where DuckDB spills when a query outgrows `memoryLimit`. Default: DuckDB's `.tmp`. */
-  tempDir?: string;
-  threads?: number;
-  /** DuckDB size text, e.g. `1GB`. Default `1GB`: COPY streams, so more rarely helps. */
-  memoryLimit?: string;
-}
+/** The engine's memory limit, threads and spill folder (see `resolveEngineSettings`). */
+export type SessionOptions = EngineOptions;
 
 /** The kind of a DuckDB failure, from the error class DuckDB puts first in its message. */
 function kindOf(message: string): ErrorKind {
@@ -34,20 +33,46 @@ export class DuckDBSession {
   private constructor(
     private readonly instance: DuckDBInstance,
     private readonly connection: DuckDBConnection,
+    /** What this session was opened with, after defaults and the environment were applied. */
+    readonly settings: EngineSettings,
+    /** This session's own spill folder (DuckDB creates it on first spill and removes it on close). */
+    readonly spillDir: string,
   ) {}
 
   static async open(options: SessionOptions = {}): Promise<DuckDBSession> {
-    const config: Record<string, string> = { memory_limit: options.memoryLimit ?? '1GB' };
-    if (options.threads !== undefined) config.threads = String(options.threads);
-    if (options.tempDir !== undefined) config.temp_directory = options.tempDir;
+    const settings = resolveEngineSettings(options);
+    // DuckDB names its spill files alike in every process, so each session spills into a folder
+    // of its own inside the configured one. DuckDB creates only the last level of the path.
+    const spillDir = join(settings.tempDir, `twinlake-spill-${randomUUID()}`);
+    try {
+      mkdirSync(settings.tempDir, { recursive: true });
+    } catch (e) {
+      throw new TwinlakeError('io', `engine: cannot create the temp folder ${settings.tempDir} (${errorMessage(e)}); choose another with ${howToSet('tempDir')}`, {}, { cause: e });
+    }
+    const config: Record<string, string> = {
+      memory_limit: `${Math.floor(settings.memoryLimitBytes / 1024)}KiB`,
+      threads: String(settings.threads),
+      temp_directory: spillDir,
+    };
     const instance = await DuckDBInstance.create(':memory:', config);
     const connection = await instance.connect();
-    const session = new DuckDBSession(instance, connection);
+    const session = new DuckDBSession(instance, connection, settings, spillDir);
     await session.run("SET TimeZone = 'UTC'");
-    // Partitioned writes keep one writer per partition open, so a partition becomes one file
-    // instead of several when a batch spans more than DuckDB's default of 100 partitions.
-    await session.run('SET partitioned_write_max_open_files = 2048');
     return session;
+  }
+
+  /**
+   * An out-of-memory failure names the setting to raise and where its value came from; the
+   * engine's own advice (threads, insertion order) speaks of SQL settings users cannot reach.
+   */
+  private outOfMemory(message: string): string {
+    const s = this.settings;
+    const from = { option: 'as configured', environment: 'from TWINLAKE_MEMORY_LIMIT', default: 'the default for this machine' }[s.sources.memoryLimit];
+    const first = message.split('\n')[0]!.replace(/^Out of Memory Error: /, '');
+    return (
+      `duckdb: out of memory at the engine's memory limit of ${formatBytes(s.memoryLimitBytes)} (${from}); ` +
+      `raise it with ${howToSet('memoryLimit')}, or lower the threads (${s.threads}) with ${howToSet('threads')} [${first}]`
+    );
   }
 
   private serial<T>(sql: string, work: () => Promise<T>): Promise<T> {
@@ -55,7 +80,8 @@ export class DuckDBSession {
     const next = this.queue.then(work, work).catch((e: unknown) => {
       if (e instanceof TwinlakeError) throw e;
       const message = e instanceof Error ? e.message : String(e);
-      throw new TwinlakeError(kindOf(message), `duckdb: ${message}`, { sql: sql.length > 2000 ? `${sql.slice(0, 2000)}…` : sql }, { cause: e, retryable: false });
+      const text = /^Out of Memory Error/.test(message) ? this.outOfMemory(message) : `duckdb: ${message}`;
+      throw new TwinlakeError(kindOf(message), text, { sql: sql.length > 2000 ? `${sql.slice(0, 2000)}…` : sql }, { cause: e, retryable: false });
     });
     this.queue = next.catch(() => undefined);
     return next;

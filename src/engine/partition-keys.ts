@@ -66,7 +66,7 @@ export function partitionKeys(spec: PartitionSpec, schema: Schema, physicalNames
         keys.push(int(bucketSql(type, column, t.param!)));
         break;
       case 'truncate':
-        keys.push({ field, alias, sql: truncateSql(type, column, t.param!), decode: (x) => decodeValue(type, x) });
+        keys.push({ field, alias, sql: truncateSql(type, column, t.param!, `partition ${field.name}: column ${source.path.join('.')}`), decode: (x) => decodeValue(type, x) });
         break;
     }
   });
@@ -164,11 +164,24 @@ function bucketSql(type: string, column: string, n: number): string {
   throw unsupported(`partition: bucket of ${type} is not supported`);
 }
 
-function truncateSql(type: string, column: string, width: number): string {
+/**
+ * truncate[W] in SQL. Ints and longs are computed one size wider, so the values whose truncation
+ * overflows the column's type (see `truncateInteger`) fail the write with their column and value
+ * named instead of failing inside DuckDB's arithmetic.
+ */
+function truncateSql(type: string, column: string, width: number, where: string): string {
   switch (type) {
     case 'int':
-    case 'long':
-      return `CAST(${column} - (((${column} % ${width}) + ${width}) % ${width}) AS VARCHAR)`;
+    case 'long': {
+      const wide = type === 'int' ? 'BIGINT' : 'HUGEINT';
+      const [min, max] = type === 'int' ? ['-2147483648', '2147483647'] : ['-9223372036854775808', '9223372036854775807'];
+      const x = `CAST(${column} AS ${wide})`;
+      const step = `((${x} % ${width}) + ${width})`;
+      const out = `(${x} - (${step} % ${width}))`;
+      const message = `${where}: truncate[${width}] of ${type} `;
+      const why = ` is below the smallest ${type} (${min}); Iceberg Java would wrap it into the largest partition, where range filters never find it`;
+      return `CASE WHEN ${out} < ${min} OR ${step} > ${max} THEN error(${quoteString(message)} || CAST(${column} AS VARCHAR) || ${quoteString(why)}) ELSE CAST(${out} AS VARCHAR) END`;
+    }
     case 'string':
       return `url_encode(tl_truncate_text(${column}, ${width}))`;
     case 'binary':

@@ -7,6 +7,7 @@ import { normalizeTableIdentifier, parseTableIdentifier, type Catalog, type Tabl
 import { SqlCatalog } from '../catalog/sql-catalog.ts';
 import { DeltaRegistry } from '../catalog/delta-registry.ts';
 import { DuckDBSession } from '../engine/duckdb-session.ts';
+import { resolveEngineSettings, type EngineOptions, type EngineSettings } from '../engine/engine-settings.ts';
 import { copyScanTo, readScan } from '../engine/read-scan.ts';
 import { FileIO } from '../io/file-io.ts';
 import { LocalStore } from '../io/local-store.ts';
@@ -33,8 +34,12 @@ export interface LakehouseOptions {
    * chosen calls, to prove that a failure at any step loses nothing.
    */
   io?: FileIO;
-  /** Engine (DuckDB) settings: memory limit ("512MB"), threads, spill folder. */
-  engine?: { memoryLimit?: string; threads?: number; tempDir?: string };
+  /**
+   * The embedded engine's memory limit, threads and spill folder. Unset ones come from
+   * `TWINLAKE_MEMORY_LIMIT`, `TWINLAKE_THREADS` and `TWINLAKE_TEMP_DIR`, else from the machine
+   * (half its memory, or of the container's limit; every core; the system temp folder).
+   */
+  engine?: EngineOptions;
   /**
    * Open for reading only: the warehouse folder and the catalog file are neither created nor
    * written, so a read-only mount (or a warehouse the user may only read) works. Writes fail
@@ -80,9 +85,12 @@ export class Lakehouse {
     private readonly clock: Clock,
     private readonly onWarning: (m: string) => void,
     private readonly ownsCatalog: boolean,
+    private readonly engineOptions: EngineOptions,
   ) {}
 
   static async open(opts: LakehouseOptions = {}): Promise<Lakehouse> {
+    // Bad engine settings fail here, before anything is created.
+    resolveEngineSettings(opts.engine);
     const dir = resolve(opts.warehouse ? (isUri(opts.warehouse) ? localPath(opts.warehouse) : opts.warehouse) : 'warehouse');
     if (!opts.readOnly) {
       try {
@@ -107,7 +115,7 @@ export class Lakehouse {
       deltaRegistry = new DeltaRegistry(`${dir}/catalog.db`, 'twinlake', { readOnly });
     }
     const warn = opts.onWarning ?? ((m: string) => process.stderr.write(`warning: ${m}\n`));
-    return new Lakehouse(warehouse, catalog, io, deltaRegistry, opts.clock ?? systemClock, warn, !opts.catalog);
+    return new Lakehouse(warehouse, catalog, io, deltaRegistry, opts.clock ?? systemClock, warn, !opts.catalog, { ...opts.engine });
   }
 
   /** A handle on a table (`namespace.table`); it need not exist yet: the first write creates it. */
@@ -217,8 +225,13 @@ export class Lakehouse {
 
   /** The embedded engine, opened on first use. */
   session(): Promise<DuckDBSession> {
-    this.sessionPromise ??= DuckDBSession.open({});
+    this.sessionPromise ??= DuckDBSession.open(this.engineOptions);
     return this.sessionPromise;
+  }
+
+  /** The engine settings this lakehouse opens its engine with, and where each came from. */
+  engineSettings(): EngineSettings {
+    return resolveEngineSettings(this.engineOptions);
   }
 
   async close(): Promise<void> {

@@ -6,6 +6,7 @@ import { newUuid } from '../core/ids.ts';
 import { mapLimit } from '../core/concurrency.ts';
 import { joinUri } from '../core/uri.ts';
 import { quoteString } from '../engine/duckdb-session.ts';
+import { fileStatsOf } from '../engine/encode.ts';
 import type { FileIO } from '../io/file-io.ts';
 import {
   decodeDeletionVectorBlob,
@@ -18,9 +19,10 @@ import {
 } from '../spec/delta/deletion-vector.ts';
 import { POSITION_DELETE_FILE_PATH_ID, POSITION_DELETE_POS_ID } from '../spec/iceberg/schema.ts';
 import { toBinary } from '../spec/iceberg/single-value.ts';
+import { icebergMetrics } from '../spec/parquet/stats.ts';
 import type { DeletionVectorDescriptor } from '../spec/delta/actions.ts';
 import { encodeDeletionVectorPuffin } from '../spec/iceberg/puffin.ts';
-import { DataFileContent, type DataFile, type TableMetadata } from '../spec/iceberg/types.ts';
+import { DataFileContent, type DataFile, type StructType, type TableMetadata } from '../spec/iceberg/types.ts';
 import { RoaringBitmap64 } from '../spec/roaring.ts';
 import { applicableDeletes, type ApplicableDeletes } from '../spec/iceberg/scan.ts';
 import { engineLocalPath } from './iceberg-scan.ts';
@@ -237,6 +239,15 @@ async function writePuffinDeletes(ctx: TableContext, metadata: TableMetadata, ta
   return { deletes, files: written, bytes: total };
 }
 
+/** The columns of a position delete file (spec §Position Delete Files). */
+const POSITION_DELETE_SCHEMA: StructType = {
+  type: 'struct',
+  fields: [
+    { id: POSITION_DELETE_FILE_PATH_ID, name: 'file_path', required: true, type: 'string' },
+    { id: POSITION_DELETE_POS_ID, name: 'pos', required: true, type: 'long' },
+  ],
+};
+
 async function writePositionDeletes(ctx: TableContext, metadata: TableMetadata, targets: { file: DataFile; bitmap: RoaringBitmap64 }[]): Promise<WrittenDeletes> {
   const session = await ctx.session();
   const withDelta = tableFormats(metadata.properties).includes('delta');
@@ -244,11 +255,15 @@ async function writePositionDeletes(ctx: TableContext, metadata: TableMetadata, 
   const written: string[] = [];
   let total = 0;
   try {
+    // Counts and column sizes as every data file has them: readers such as PyIceberg's
+    // inspect.entries expect column_sizes on every entry.
+    const metrics: ReturnType<typeof icebergMetrics>[] = [];
     for (const [i, { file, bitmap }] of targets.entries()) {
-      await session.run(
+      const [row] = await session.all(
         `COPY (SELECT ${quoteString(file['file-path'])} AS file_path, pos FROM (${positionsSql(bitmap)}) ORDER BY pos) ` +
-          `TO ${quoteString(join(staging, `${i}.parquet`))} (FORMAT parquet, COMPRESSION zstd, FIELD_IDS {file_path: ${POSITION_DELETE_FILE_PATH_ID}, pos: ${POSITION_DELETE_POS_ID}})`,
+          `TO ${quoteString(join(staging, `${i}.parquet`))} (FORMAT parquet, COMPRESSION zstd, FIELD_IDS {file_path: ${POSITION_DELETE_FILE_PATH_ID}, pos: ${POSITION_DELETE_POS_ID}}, RETURN_STATS)`,
       );
+      metrics.push(icebergMetrics(fileStatsOf(row!, POSITION_DELETE_SCHEMA, new Map()), POSITION_DELETE_SCHEMA));
     }
     // Many small files: their (durable) writes overlap.
     const deletes = await mapLimit(targets, 16, async ({ file, bitmap }, i): Promise<DataFile> => {
@@ -277,6 +292,11 @@ async function writePositionDeletes(ctx: TableContext, metadata: TableMetadata, 
         'record-count': bitmap.cardinality,
         'file-size-in-bytes': bytes.length,
         'referenced-data-file': path,
+        'column-sizes': metrics[i]!['column-sizes'],
+        'value-counts': metrics[i]!['value-counts'],
+        'null-value-counts': metrics[i]!['null-value-counts'],
+        // Exact bounds (the path whole, not cut to 16 characters) so readers can tell the file
+        // this one applies to.
         'lower-bounds': new Map([
           [POSITION_DELETE_FILE_PATH_ID, pathBytes],
           [POSITION_DELETE_POS_ID, toBinary('long', ranges[0]![0])],

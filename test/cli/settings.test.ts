@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { configPath, parseConfig, resolveSettings } from '../../src/cli/settings.ts';
 import { nearest } from '../../src/cli/suggest.ts';
+import { resolveEngineSettings } from '../../src/engine/engine-settings.ts';
 import { thrown } from '../helpers.ts';
 
 describe('config file', () => {
@@ -36,8 +37,8 @@ describe('config file', () => {
       ['{"threads": 0}', '"threads" must be a positive whole number, found 0'],
       ['{"threads": 2.5}', '"threads" must be a positive whole number, found 2.5'],
       ['{"threads": "4"}', '"threads" must be a positive whole number, found "4"'],
-      ['{"memoryLimit": 512}', '"memoryLimit" must be a size such as "512MB" or "2GiB" (string), found 512'],
-      ['{"memoryLimit": "lots"}', '"memoryLimit" must be a size such as "512MB" or "2GiB" (string), found "lots"'],
+      ['{"memoryLimit": 512}', '"memoryLimit" must be a size such as "512MB", "2GiB" or "50%" (string), found 512'],
+      ['{"memoryLimit": "lots"}', '"memoryLimit" must be a size such as "512MB", "2GiB" or "50%" (string), found "lots"'],
     ];
     for (const [text, message] of cases) expect(thrown(() => parseConfig(text, file)).message).toBe(`config ${file}: ${message}`);
     expect(thrown(() => parseConfig('[]', file)).message).toBe(`config ${file}: expected a JSON object such as {"warehouse": "./warehouse"}, found an array`);
@@ -52,9 +53,12 @@ describe('settings precedence: option after the command > before it > environmen
   it('takes each setting from the highest source that has it', () => {
     expect(resolveSettings([{}, {}], {}, {})).toEqual({ warehouse: './warehouse', engine: {} });
     expect(resolveSettings([{}, {}], {}, config)).toEqual({ warehouse: '/from/config', engine: { memoryLimit: '1GB', threads: 8, tempDir: '/config/tmp' } });
-    expect(resolveSettings([{}, {}], env, config)).toEqual({ warehouse: '/from/env', engine: { memoryLimit: '2GB', threads: 3, tempDir: '/env/tmp' } });
-    expect(resolveSettings([{}, { warehouse: 'before', threads: '2' }], env, config, '/cwd')).toEqual({ warehouse: 'before', engine: { memoryLimit: '2GB', threads: 2, tempDir: '/env/tmp' } });
-    expect(resolveSettings([{ warehouse: 'after', tempDir: 'tmp' }, { warehouse: 'before' }], env, config, '/cwd')).toEqual({ warehouse: 'after', engine: { memoryLimit: '2GB', threads: 3, tempDir: '/cwd/tmp' } });
+    // An engine variable in the environment hides the config file's value; the engine reads the
+    // variable itself (and reports it as the source).
+    expect(resolveSettings([{}, {}], env, config)).toEqual({ warehouse: '/from/env', engine: {} });
+    expect(resolveEngineSettings(resolveSettings([{}, {}], env, config).engine, env)).toMatchObject({ threads: 3, tempDir: '/env/tmp', memoryLimitBytes: 2e9, sources: { memoryLimit: 'environment', threads: 'environment', tempDir: 'environment' } });
+    expect(resolveSettings([{}, { warehouse: 'before', threads: '2' }], env, config, '/cwd')).toEqual({ warehouse: 'before', engine: { threads: 2 } });
+    expect(resolveSettings([{ warehouse: 'after', tempDir: 'tmp' }, { warehouse: 'before' }], env, config, '/cwd')).toEqual({ warehouse: 'after', engine: { tempDir: '/cwd/tmp' } });
     expect(resolveSettings([{ threads: 6 }], env, config).engine.threads).toBe(6);
     // An empty environment variable is unset, as in most tools.
     expect(resolveSettings([{}], { TWINLAKE_WAREHOUSE: '' }, config).warehouse).toBe('/from/config');
@@ -69,8 +73,9 @@ describe('settings precedence: option after the command > before it > environmen
   it('checks values from the command line and the environment, naming where they came from', () => {
     expect(thrown(() => resolveSettings([{ threads: 'many' }], {}, {})).message).toBe('--threads must be a positive whole number, found "many"');
     expect(thrown(() => resolveSettings([{ threads: 0 }], {}, {})).message).toBe('--threads must be a positive whole number, found 0');
-    expect(thrown(() => resolveSettings([{}], { TWINLAKE_THREADS: '0' }, {})).message).toBe('environment: TWINLAKE_THREADS must be a positive whole number, found "0"');
-    expect(thrown(() => resolveSettings([{}], { TWINLAKE_MEMORY_LIMIT: '50%' }, {})).message).toBe('environment: TWINLAKE_MEMORY_LIMIT must be a size such as "512MB" or "2GiB" (string), found "50%"');
+    expect(thrown(() => resolveSettings([{ memoryLimit: 'lots' }], {}, {})).message).toBe('--memory-limit must be a size such as "512MB", "2GiB" or "50%" (string), found "lots"');
+    expect(resolveSettings([{ memoryLimit: '50%' }], {}, {}).engine.memoryLimit).toBe('50%');
+    expect(thrown(() => resolveEngineSettings({}, { TWINLAKE_THREADS: '0' })).message).toBe('engine: TWINLAKE_THREADS expects a whole number of threads from 1 to 1024, found "0"');
   });
 });
 

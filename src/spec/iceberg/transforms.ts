@@ -1,5 +1,5 @@
 import { stringifyJson } from '../../core/json.ts';
-import { invalidInput, unsupported } from '../../core/errors.ts';
+import { invalidInput, isTwinlakeError, unsupported } from '../../core/errors.ts';
 import type { LiteralValue } from '../scan-task.ts';
 import { bucketHasher } from './murmur3.ts';
 import { isPrimitive, normalizePrimitive, typeToString } from './schema.ts';
@@ -223,6 +223,37 @@ export function bindTransform(transform: Transform, sourceType: IcebergType): Ap
   }
 }
 
+/**
+ * truncate[W] of an int or long, or undefined where Java's fixed-width arithmetic
+ * (`v - (((v % W) + W) % W)`, TruncateUtil) overflows: for the values just above the type's
+ * minimum whose next lower multiple of W lies below it, and for int widths over 2^30. Java wraps: truncate(10, -2^31)
+ * is 2147483646, a partition above every other value, so every engine's inclusive projection of
+ * `n < 0` (`n_trunc <= -10`) skips that row, Java's own included. A value in that range is
+ * refused instead of written with a partition value that hides it from range filters, or with
+ * one that differs from the value Java computes, which would hide it from equality filters. The
+ * bounds are exact: no value outside that range is refused.
+ */
+export function truncateInteger<T extends number | bigint>(value: T, width: number, bits: 32 | 64): T | undefined {
+  if (typeof value === 'number') {
+    const min = -(2 ** 31);
+    const max = 2 ** 31 - 1;
+    const step = (value % width) + width;
+    const out = value - (step % width);
+    return (step > max || out < min ? undefined : out) as T | undefined;
+  }
+  const w = BigInt(width);
+  const out = (value as bigint) - ((((value as bigint) % w) + w) % w);
+  return (out < -(2n ** BigInt(bits - 1)) ? undefined : out) as T | undefined;
+}
+
+function truncateOverflow(width: number, type: string, value: number | bigint) {
+  const min = type === 'int' ? '-2147483648' : '-9223372036854775808';
+  return invalidInput(
+    `iceberg partition: truncate[${width}] of ${type} ${value} is below the smallest ${type} (${min}); Iceberg Java would wrap it into the largest partition, where range filters never find it`,
+    { overflow: true },
+  );
+}
+
 function bindTruncate(t: string, w: number): Apply {
   const dec = decimalParams(t);
   if (dec) {
@@ -235,20 +266,21 @@ function bindTruncate(t: string, w: number): Apply {
   }
   switch (t) {
     case 'int':
-      // `| 0` keeps Java's int arithmetic: truncating near -2^31 wraps as it does there.
       return (v) => {
         if (v === null) return null;
         const x = asInt(v, t);
-        return (x - (((x % w) + w) % w)) | 0;
+        const out = truncateInteger(x, w, 32);
+        if (out === undefined) throw truncateOverflow(w, t, x);
+        return out;
       };
-    case 'long': {
-      const width = BigInt(w);
+    case 'long':
       return (v) => {
         if (v === null) return null;
         const x = asLong(v, t);
-        return BigInt.asIntN(64, x - (((x % width) + width) % width));
+        const out = truncateInteger(x, w, 64);
+        if (out === undefined) throw truncateOverflow(w, t, x);
+        return out;
       };
-    }
     case 'string':
       return (v) => {
         if (v === null) return null;
@@ -479,9 +511,20 @@ export function urlEncode(s: string): string {
   return out;
 }
 
-/** The value part of a data path segment `<field>=<value>`, escaped as Java's `partitionToPath`. */
+/** Hive's name for the null partition, which Spark, Trino and Hive readers of paths know. */
+export const HIVE_NULL_PARTITION = '__HIVE_DEFAULT_PARTITION__';
+
+/**
+ * The value part of a data path segment `<field>=<value>`, escaped as Java's `partitionToPath`,
+ * except for null: Java writes `null` there, the same text as the string "null", so the two
+ * would share a folder. Null takes Hive's `__HIVE_DEFAULT_PARTITION__` instead, and a value that
+ * spells that name has its first character percent-encoded (`%5F_HIVE…`), which every path
+ * decoder turns back into the value, so no value's folder is the null folder.
+ */
 export function partitionPathValue(transform: Transform, sourceType: IcebergType, partitionValue: LiteralValue): string {
-  return urlEncode(partitionHumanString(transform, sourceType, partitionValue));
+  if (partitionValue === null) return HIVE_NULL_PARTITION;
+  const text = urlEncode(partitionHumanString(transform, sourceType, partitionValue));
+  return text === HIVE_NULL_PARTITION ? `%5F${text.slice(1)}` : text;
 }
 
 /** One data path segment, `ts_day=2024-01-15`, name and value escaped as Java escapes them. */
@@ -569,7 +612,34 @@ export function projectInclusive(
   if (op === '!=' || op === 'not-in') return undefined;
   if (!canTransform(transform, sourceType)) return undefined;
 
-  const apply = bindTransform(transform, sourceType);
+  const strict = bindTransform(transform, sourceType);
+  // A literal whose truncation overflows has no partition value in tables we write, and Java's
+  // wrapped one in tables Java writes: such a predicate cannot prune by this field.
+  const CANNOT_PRUNE = Symbol('cannot prune');
+  const apply = (x: LiteralValue): LiteralValue => {
+    try {
+      return strict(x);
+    } catch (e) {
+      if (isTwinlakeError(e) && e.context.overflow === true) throw CANNOT_PRUNE;
+      throw e;
+    }
+  };
+  try {
+    return projectOrdered(p, sourceType, op, apply, list, single);
+  } catch (e) {
+    if (e === CANNOT_PRUNE) return undefined;
+    throw e;
+  }
+}
+
+function projectOrdered(
+  p: ParsedTransform,
+  sourceType: IcebergType,
+  op: PredicateOp,
+  apply: Apply,
+  list: () => LiteralValue[],
+  single: () => LiteralValue,
+): PartitionPredicate | undefined {
   const t = normalizePrimitive(sourceType as PrimitiveType);
   const fix = TIME_KINDS.has(p.kind) && !(p.kind === 'day' && t === 'date') ? widenForOldTimeValues : (x: PartitionPredicate) => x;
   if (op === 'in') return fix({ op: 'in', values: distinct(list().map(apply)) });

@@ -223,3 +223,19 @@ describe('inclusive projection: exact results', () => {
     }
   });
 });
+
+describe('projections of truncate near the smallest int and long', () => {
+  it('cannot prune with a literal whose truncation overflows, and prunes exactly next to it', () => {
+    const INT_MIN = -2147483648;
+    expect(projectInclusive('truncate[10]', 'int', '=', INT_MIN)).toBeUndefined();
+    expect(projectInclusive('truncate[10]', 'int', 'in', [INT_MIN, 5])).toBeUndefined();
+    expect(projectInclusive('truncate[10]', 'int', '<=', INT_MIN + 1)).toBeUndefined();
+    expect(projectInclusive('truncate[10]', 'int', '<', INT_MIN + 8)).toBeUndefined();
+    expect(projectInclusive('truncate[10]', 'int', '>', INT_MIN)).toBeUndefined();
+    expect(projectInclusive('truncate[10]', 'int', '<=', INT_MIN + 8)).toEqual({ op: '<=', value: -2147483640 });
+    expect(projectInclusive('truncate[10]', 'int', '>=', INT_MIN + 8)).toEqual({ op: '>=', value: -2147483640 });
+    expect(projectInclusive('truncate[10]', 'int', '<', 0)).toEqual({ op: '<=', value: -10 });
+    expect(projectInclusive('truncate[10]', 'long', '=', -(2n ** 63n))).toBeUndefined();
+    expect(projectInclusive('truncate[10]', 'long', '>=', -(2n ** 63n) + 8n)).toEqual({ op: '>=', value: -9223372036854775800n });
+  });
+});

@@ -149,6 +149,29 @@ describe('truncate', () => {
     }
   });
 
+  it('refuses values whose truncation would overflow the type, and truncates every other extreme exactly', () => {
+    const INT_MIN = -2147483648;
+    const LONG_MIN = -(2n ** 63n);
+    // The lower multiple of 10 of -2147483641 … -2147483648 is below the smallest int.
+    for (const v of [INT_MIN, INT_MIN + 7]) {
+      expect(() => applyTransform('truncate[10]', 'int', v)).toThrow(
+        `iceberg partition: truncate[10] of int ${v} is below the smallest int (-2147483648); Iceberg Java would wrap it into the largest partition, where range filters never find it`,
+      );
+    }
+    expect(applyTransform('truncate[10]', 'int', INT_MIN + 8)).toBe(-2147483640);
+    expect(applyTransform('truncate[10]', 'int', 2147483647)).toBe(2147483640);
+    expect(applyTransform('truncate[1]', 'int', INT_MIN)).toBe(INT_MIN);
+    expect(applyTransform('truncate[2]', 'int', INT_MIN)).toBe(INT_MIN);
+    expect(() => applyTransform('truncate[10]', 'long', LONG_MIN)).toThrow(/^iceberg partition: truncate\[10\] of long -9223372036854775808 is below the smallest long/);
+    expect(() => applyTransform('truncate[10]', 'long', LONG_MIN + 7n)).toThrow(/below the smallest long/);
+    expect(applyTransform('truncate[10]', 'long', LONG_MIN + 8n)).toBe(-9223372036854775800n);
+    expect(applyTransform('truncate[10]', 'long', 2n ** 63n - 1n)).toBe(9223372036854775800n);
+    expect(applyTransform('truncate[2]', 'long', LONG_MIN)).toBe(LONG_MIN);
+    // Java's (v % W) + W overflows an int for widths over 2^30: its result is not a truncation.
+    expect(() => applyTransform('truncate[2147483647]', 'int', 5)).toThrow(/below the smallest int/);
+    expect(applyTransform('truncate[2147483647]', 'long', 5n)).toBe(0n);
+  });
+
   it('truncates a big negative long exactly', () => {
     const v = -(2n ** 62n) - 1n; // -4611686018427387905
     expect(applyTransform('truncate[1000]', 'long', v)).toBe(-4611686018427388000n);
@@ -364,8 +387,13 @@ describe('path values (Java PartitionSpec.partitionToPath)', () => {
 
   it('writes bucket numbers, null as "null", and whole segments', () => {
     expect(partitionPathValue('bucket[16]', 'string', 7)).toBe('7');
-    expect(partitionPathValue('day', 'timestamp', null)).toBe('null');
-    expect(partitionPathValue('identity', 'string', null)).toBe('null');
+    expect(partitionPathValue('day', 'timestamp', null)).toBe('__HIVE_DEFAULT_PARTITION__');
+    expect(partitionPathValue('identity', 'string', null)).toBe('__HIVE_DEFAULT_PARTITION__');
+    // The string "null" and a value spelling Hive's null name get folders of their own.
+    expect(partitionPathValue('identity', 'string', 'null')).toBe('null');
+    expect(partitionPathValue('identity', 'string', '__HIVE_DEFAULT_PARTITION__')).toBe('%5F_HIVE_DEFAULT_PARTITION__');
+    expect(decodeURIComponent(partitionPathValue('identity', 'string', '__HIVE_DEFAULT_PARTITION__'))).toBe('__HIVE_DEFAULT_PARTITION__');
+    expect(partitionPathValue('truncate[26]', 'string', '__HIVE_DEFAULT_PARTITION__')).toBe('%5F_HIVE_DEFAULT_PARTITION__');
     expect(partitionPathSegment('ts_day', 'day', 'timestamp', 0)).toBe('ts_day=1970-01-01');
     expect(partitionPathSegment('my col', 'identity', 'string', 'a/b')).toBe('my+col=a%2Fb');
   });
