@@ -98,7 +98,7 @@ export function registerCommands(program: Command): void {
   command('write')
     .description('write records into a table (created on first write) as Iceberg and Delta')
     .argument('<table>', 'namespace.table')
-    .requiredOption('--input <file>', "input file, or '-' for standard input")
+    .requiredOption('--input <file>', "input file, folder or glob (repeatable: all go into one commit; .gz/.zst are decompressed), or '-' for standard input", collect, [])
     .option('--input-format <format>', 'ndjson | json | csv | parquet (default: from the file extension)')
     .option('--mode <mode>', 'append | overwrite | merge', 'append')
     .option('--key <columns>', 'merge: key columns, comma-separated')
@@ -110,22 +110,25 @@ export function registerCommands(program: Command): void {
     .option('--property <key=value>', 'for a new table: a table property (repeatable)', collect, [])
     .option('--partition <spec>', 'partition spec, e.g. "day(ts), bucket(16, user_id)"; on an existing table a new spec evolves it')
     .option('--json', 'print the result as JSON')
-    .action(async (table: string, o: { input: string; inputFormat?: string; mode: string; schema?: string; formats?: string; property: string[]; partition?: string; key?: string; orderBy?: string; deleteWhen?: string; strategy?: string; json?: boolean }, cmd: Command) => {
+    .action(async (table: string, o: { input: string[]; inputFormat?: string; mode: string; schema?: string; formats?: string; property: string[]; partition?: string; key?: string; orderBy?: string; deleteWhen?: string; strategy?: string; json?: boolean }, cmd: Command) => {
       if (o.mode !== 'append' && o.mode !== 'overwrite' && o.mode !== 'merge') throw invalidInput(`write: --mode must be append, overwrite or merge, found ${JSON.stringify(o.mode)}`);
       if (o.mode === 'merge' && !o.key) throw invalidInput('write: --mode merge needs --key COLUMNS');
       if (o.mode !== 'merge' && (o.key || o.orderBy || o.deleteWhen || o.strategy)) throw invalidInput('write: --key, --order-by, --delete-when and --strategy go with --mode merge');
       const format = o.inputFormat ? parseInputFormat(o.inputFormat) : undefined;
       let input: WriteInput;
-      if (o.input === '-') {
+      const stdin = o.input.includes('-');
+      if (stdin) {
+        if (o.input.length > 1) throw invalidInput('write: --input - (standard input) cannot be combined with other inputs');
         if (!format) throw invalidInput("write: --input - (standard input) needs --input-format");
         input = { stream: process.stdin, format, name: 'standard input' };
       } else {
-        input = { path: o.input, format };
+        input = o.input.length === 1 ? { path: o.input[0]!, format } : { paths: o.input, format };
       }
       let schema: StructType | undefined;
       if (o.schema) schema = parseJson(await readFile(o.schema, 'utf8'), o.schema) as StructType;
-      const label = o.input === '-' ? 'standard input' : o.input;
-      const size = o.input === '-' ? undefined : (await stat(o.input).catch(() => undefined))?.size;
+      const label = stdin ? 'standard input' : o.input.join(', ');
+      const sizes = stdin ? [] : await Promise.all(o.input.map(async (p) => { const info = await stat(p).catch(() => undefined); return info?.isFile() ? info.size : undefined; }));
+      const size = sizes.length > 0 && sizes.every((s) => s !== undefined) ? sizes.reduce((a, b) => a! + b!, 0) : undefined;
       await using(cmd, async (lake) => {
         const common = { schema, formats: o.formats ? parseFormats(o.formats) : undefined, properties: parseProperties(o.property), partition: o.partition };
         const result = await withProgress(`writing ${label}`, size, () =>

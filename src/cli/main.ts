@@ -1,5 +1,6 @@
 import { Command, Option } from 'commander';
 import { errorMessage } from '../core/errors.ts';
+import { interruptWrites } from '../table/interrupt.ts';
 import { TWINLAKE_VERSION } from '../table/version.ts';
 import { registerCommands } from './commands.ts';
 
@@ -12,6 +13,17 @@ process.stdout.on('error', (e: NodeJS.ErrnoException) => {
   if (e.code === 'EPIPE') process.exit(0);
   throw e;
 });
+
+// Ctrl-C or SIGTERM during a write: remove what the write staged and has not committed, then
+// exit as the signal would have (128 + its number). A second signal ends the process at once.
+let interrupted: Promise<never> | undefined;
+for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+  process.once(signal, () => {
+    interrupted ??= interruptWrites()
+      .then(({ removed }) => process.stderr.write(`twinlake: interrupted by ${signal}${removed ? '; files not yet committed were removed' : ''}\n`))
+      .finally(() => process.exit(code)) as Promise<never>;
+  });
+}
 
 const program = new Command();
 program
@@ -32,6 +44,8 @@ registerCommands(program);
 try {
   await program.parseAsync(process.argv);
 } catch (e) {
+  // The write failed because it was interrupted: the interrupt reports and exits.
+  if (interrupted) await interrupted;
   const err = e as { code?: string; exitCode?: number };
   if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') process.exit(0);
   const message = errorMessage(e).replace(/^error: /, '').split('\n')[0];

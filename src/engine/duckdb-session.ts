@@ -85,6 +85,11 @@ export class DuckDBSession {
     });
   }
 
+  /** Stops the statement running now (it fails with an interrupted error); the session stays usable. */
+  interrupt(): void {
+    if (!this.closed) this.connection.interrupt();
+  }
+
   close(): void {
     if (this.closed) return;
     this.closed = true;

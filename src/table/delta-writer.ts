@@ -12,6 +12,7 @@ import { readDeltaSnapshot, writeDeltaCommit } from './delta-log.ts';
 import { deltaPath } from '../spec/delta/replay.ts';
 import { isBlank } from './input-diagnostics.ts';
 import { prepareInput, type WriteInput } from './input.ts';
+import { guardCommit } from './interrupt.ts';
 import { assignPhysicalNames } from './physical-names.ts';
 import type { TableContext } from './table-context.ts';
 import { identString, warningLog } from './table-context.ts';
@@ -34,7 +35,7 @@ export async function writeDeltaOnly(ctx: TableContext, location: string, input:
   const { store, key } = ctx.io.storeAt(location);
   try {
     const session = await ctx.session();
-    if (await isBlank(prepared)) throw invalidInput(`input ${prepared.displayName}: no records; nothing was written`);
+    if (await isBlank(prepared)) throw invalidInput(`${prepared.displayName}: no records; nothing was written`);
     let base = await latest(ctx, location);
     let incoming = opts.schema ?? (await inferOrExplain(session, prepared));
     const created = base === undefined;
@@ -56,7 +57,7 @@ export async function writeDeltaOnly(ctx: TableContext, location: string, input:
           const version = base ? base.version + 1 : 0;
           const nowMs = Math.max(ctx.clock.nowMs(), (base?.timestampMs ?? 0) + 1);
           const actions = commitActions(base, plan, written, mode, nowMs, location);
-          if (await writeDeltaCommit(store, key, version, actions)) {
+          if (await guardCommit(written.files, () => writeDeltaCommit(store, key, version, actions))) {
             const icebergCommitMs = 0;
             const deltaCommitMs = performance.now() - commitStart;
             const checkpointStart = performance.now();

@@ -15,6 +15,7 @@ import { alignToTable, encode, encodeFrom, inferOrExplain, type EncodedFiles } f
 import { engineLocalPath, liveFiles } from './iceberg-scan.ts';
 import { isBlank } from './input-diagnostics.ts';
 import { prepareInput, type WriteInput } from './input.ts';
+import { forgetUncommitted, guardCommit, trackStaging } from './interrupt.ts';
 import { bindFilter, emptyExplain } from './scan-filter.ts';
 import type { TableContext } from './table-context.ts';
 import { identString, warningLog, type WarningLog } from './table-context.ts';
@@ -102,12 +103,13 @@ export async function mergeTable(ctx: TableContext, input: WriteInput, opts: Mer
   if (opts.keys.length === 0) throw invalidInput('merge: give at least one key column');
   const prepared = await prepareInput(input);
   const staging = await mkdtemp(join(tmpdir(), 'twinlake-merge-'));
+  const untrackStaging = trackStaging(staging);
   const log = warningLog(ctx);
   const warn = log.warn;
   const t = scratchTables();
   try {
     const session = await ctx.session();
-    if (await isBlank(prepared)) throw invalidInput(`input ${prepared.displayName}: no records; nothing was merged`);
+    if (await isBlank(prepared)) throw invalidInput(`${prepared.displayName}: no records; nothing was merged`);
     let loaded = await tryLoad(ctx);
     if (loaded) await repairDelta(ctx, loaded.metadata, warn);
     let incoming = opts.schema ?? (await inferOrExplain(session, prepared));
@@ -127,6 +129,7 @@ export async function mergeTable(ctx: TableContext, input: WriteInput, opts: Mer
       const batchPlan = { ...plan, location: fileUri(staging), spec: { 'spec-id': 0, fields: [] }, targetFileSize: Number.MAX_SAFE_INTEGER };
       const batch = await encode(ctx, batchPlan, prepared, incoming);
       await stageBatch(ctx, t, batch, plan.schema, opts);
+      forgetUncommitted(batch.files); // scratch of this merge, removed with its staging folder
 
       const metadata = loaded?.metadata;
       const live = metadata ? await candidateFiles(ctx, t, metadata, plan.schema, opts.keys) : { data: [], deletes: [], sequenceNumbers: new Map() };
@@ -164,6 +167,7 @@ export async function mergeTable(ctx: TableContext, input: WriteInput, opts: Mer
   } finally {
     await dropScratch(ctx, t);
     await rm(staging, { recursive: true, force: true });
+    untrackStaging();
     await prepared.dispose();
   }
 }
@@ -272,7 +276,7 @@ async function rewrite(
       : undefined;
     const changesRows = removeFiles.size > 0 || deletes.deletes.length > 0;
     const operation = !changesRows ? 'append' : written.dataFiles.length ? 'overwrite' : 'delete';
-    outcome = await commitChange(
+    outcome = await guardCommit(written.files, () => commitChange(
       ctx,
       plan,
       {
@@ -285,7 +289,7 @@ async function rewrite(
       },
       loaded,
       opts,
-    );
+    ));
   } catch (e) {
     await cleanup();
     throw e;

@@ -8,6 +8,7 @@ import { commitChange } from './commit.ts';
 import { commitDelta, finishDelta, repairDelta } from './delta-sync.ts';
 import { isBlank } from './input-diagnostics.ts';
 import { prepareInput, type WriteInput } from './input.ts';
+import { guardCommit } from './interrupt.ts';
 import { planSchema, type SchemaPlan } from './schema-plan.ts';
 import type { TableContext } from './table-context.ts';
 import { identString, warningLog } from './table-context.ts';
@@ -63,7 +64,7 @@ export async function writeTable(ctx: TableContext, input: WriteInput, opts: Wri
   const prepared = await prepareInput(input);
   try {
     const session = await ctx.session();
-    if (await isBlank(prepared)) throw invalidInput(`input ${prepared.displayName}: no records; nothing was written`);
+    if (await isBlank(prepared)) throw invalidInput(`${prepared.displayName}: no records; nothing was written`);
     let loaded = await tryLoad(ctx);
     let incoming = opts.schema ?? (await inferOrExplain(session, prepared));
     if (loaded && !opts.schema) incoming = alignToTable(incoming, currentSchema(loaded.metadata));
@@ -80,7 +81,7 @@ export async function writeTable(ctx: TableContext, input: WriteInput, opts: Wri
       try {
         const commitStart = performance.now();
         const change = { operation: mode === 'overwrite' ? 'overwrite' : 'append', added: written.dataFiles, replaceAll: mode === 'overwrite' } as const;
-        const outcome = await commitChange(ctx, plan, change, loaded, opts);
+        const outcome = await guardCommit(written.files, () => commitChange(ctx, plan, change, loaded, opts));
         const icebergCommitMs = performance.now() - commitStart;
         if (outcome.status === 'schema-moved') {
           // A concurrent writer changed the columns this batch was encoded against.

@@ -1,0 +1,88 @@
+import { rm } from 'node:fs/promises';
+import { TwinlakeError } from '../core/errors.ts';
+import type { FileIO } from '../io/file-io.ts';
+
+/**
+ * What the writes in flight in this process have put on disk and not committed yet, so that an
+ * interrupt (Ctrl-C, SIGTERM) can take it back before the process exits: local staging folders
+ * (spooled input, files the engine is still encoding) and data files already moved into a table
+ * but not yet named by a commit. A commit that has begun is allowed to finish: its files then
+ * belong to the table and stay; no commit begins after the interrupt.
+ */
+
+const staging = new Set<string>();
+const uncommitted = new Map<string, FileIO>();
+const commits = new Set<Promise<unknown>>();
+const stoppers = new Set<() => void>();
+let interrupted = false;
+
+/** A local folder of this process's scratch files, removed on an interrupt. */
+export function trackStaging(dir: string): () => void {
+  staging.add(dir);
+  return () => void staging.delete(dir);
+}
+
+/** Stops work in flight (an engine statement) on an interrupt, rather than letting it run to its end. */
+export function onInterrupt(stop: () => void): () => void {
+  stoppers.add(stop);
+  return () => void stoppers.delete(stop);
+}
+
+/**
+ * Called before a data file is moved into a table: it is deleted on an interrupt unless a commit
+ * names it first. Throws once the process is being interrupted, so nothing new lands in a table.
+ */
+export function trackUncommitted(io: FileIO, uri: string): void {
+  refuseIfInterrupted();
+  uncommitted.set(uri, io);
+}
+
+/** Files the caller has deleted itself (a failed write) need no cleanup any more. */
+export function forgetUncommitted(uris: readonly string[]): void {
+  for (const u of uris) uncommitted.delete(u);
+}
+
+/**
+ * Runs a commit of `files`. An interrupt waits for it to settle; afterwards the files are either
+ * committed or the caller's to delete, so they are no longer tracked.
+ */
+export async function guardCommit<T>(files: readonly string[], commit: () => Promise<T>): Promise<T> {
+  refuseIfInterrupted();
+  const running = commit();
+  commits.add(running);
+  try {
+    return await running;
+  } finally {
+    commits.delete(running);
+    forgetUncommitted(files);
+  }
+}
+
+/**
+ * Stops the writes of this process: stops engine statements in flight, waits for commits in
+ * flight, then deletes every data file no commit named and every staging folder (`removed`
+ * counts both). The caller exits afterwards; the writes themselves fail if they get that far.
+ */
+export async function interruptWrites(): Promise<{ removed: number }> {
+  interrupted = true;
+  const removed = uncommitted.size + staging.size;
+  for (const stop of stoppers) {
+    try {
+      stop();
+    } catch {
+      // Already finished.
+    }
+  }
+  await Promise.allSettled([...commits]);
+  const byIo = new Map<FileIO, string[]>();
+  for (const [uri, io] of uncommitted) byIo.set(io, [...(byIo.get(io) ?? []), uri]);
+  uncommitted.clear();
+  await Promise.all([...byIo].map(([io, uris]) => io.deleteQuietly(uris)));
+  await Promise.all([...staging].map((d) => rm(d, { recursive: true, force: true }).catch(() => undefined)));
+  staging.clear();
+  return { removed };
+}
+
+function refuseIfInterrupted(): void {
+  if (interrupted) throw new TwinlakeError('io', 'write: interrupted; nothing more is written or committed', {}, { retryable: false });
+}
