@@ -13,7 +13,7 @@ import type { ReadOptions } from '../table/table.ts';
 import type { MergeResult } from '../table/merge.ts';
 import type { StructType } from '../spec/iceberg/types.ts';
 import { formatTable, printDescription, printHistory } from './format.ts';
-import { runQuickstart } from './quickstart.ts';
+import { parseRowCount, runQuickstart } from './quickstart.ts';
 import { withProgress } from './progress.ts';
 
 interface GlobalOptions {
@@ -91,8 +91,10 @@ export function registerCommands(program: Command): void {
   command('quickstart')
     .description('write a realistic sample (100k events) into analytics.events and read it back through both formats')
     .option('--rows <n>', 'number of events', '100000')
-    .action(async (o: { rows: string }, cmd: Command) => {
-      await using(cmd, (lake) => runQuickstart(lake, Number(o.rows), out));
+    .option('--replace', 'overwrite analytics.events if it exists (default: append the sample again)')
+    .action(async (o: { rows: string; replace?: boolean }, cmd: Command) => {
+      const rows = parseRowCount(o.rows);
+      await using(cmd, (lake) => runQuickstart(lake, rows, out, { replace: o.replace }));
     });
 
   command('write')
