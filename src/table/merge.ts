@@ -15,7 +15,7 @@ import { alignToTable, encode, encodeFrom, inferOrExplain, type EncodedFiles } f
 import { engineLocalPath, liveFiles } from './iceberg-scan.ts';
 import { isBlank } from './input-diagnostics.ts';
 import { prepareInput, type WriteInput } from './input.ts';
-import { forgetUncommitted, guardCommit, trackStaging } from './interrupt.ts';
+import { forgetUncommitted, guardCommit, trackStaging, trackUncommitted } from './interrupt.ts';
 import { bindFilter, emptyExplain } from './scan-filter.ts';
 import type { TableContext } from './table-context.ts';
 import { identString, warningLog, type WarningLog } from './table-context.ts';
@@ -265,7 +265,10 @@ async function rewrite(
   const cleanup = () => ctx.io.deleteQuietly([...written.files, ...deletes.files]);
   let outcome: CommitOutcome;
   try {
-    if (change.strategy === 'merge-on-read') deletes = await writeRowDeletes(ctx, loaded!.metadata, await deletedPositions(ctx, rows, change.deletedRowsSql, touched));
+    if (change.strategy === 'merge-on-read') {
+      deletes = await writeRowDeletes(ctx, loaded!.metadata, await deletedPositions(ctx, rows, change.deletedRowsSql, touched));
+      for (const f of deletes.files) trackUncommitted(ctx.io, f);
+    }
     const removeFiles = new Set(change.strategy === 'copy-on-write' ? touched.map((f) => f['file-path']) : []);
     const rowDeletes: RowDeletesBasis | undefined = loaded
       ? {
@@ -276,7 +279,7 @@ async function rewrite(
       : undefined;
     const changesRows = removeFiles.size > 0 || deletes.deletes.length > 0;
     const operation = !changesRows ? 'append' : written.dataFiles.length ? 'overwrite' : 'delete';
-    outcome = await guardCommit(written.files, () => commitChange(
+    outcome = await guardCommit([...written.files, ...deletes.files], () => commitChange(
       ctx,
       plan,
       {
