@@ -141,10 +141,7 @@ async function diagnose(session: DuckDBSession, options: EncodeOptions, inputTyp
   // The file DuckDB names in its message, or the only one.
   const named = /in file "([^"]*)"/.exec(e.message)?.[1];
   const fileOf = (path: string | undefined) => path ?? named ?? (paths.length === 1 ? paths[0] : undefined);
-  const where = (path?: string) => {
-    const p = fileOf(path);
-    return input && p !== undefined ? inputLabel(input, p).label : 'input';
-  };
+  const where = (path?: string) => nameOf(input, fileOf(path));
   const cast = parseCastFailure(e.message);
   if (cast) {
     const bad = await firstBadRecord(session, options, inputType, cast).catch(() => undefined);
@@ -176,10 +173,7 @@ async function diagnose(session: DuckDBSession, options: EncodeOptions, inputTyp
 export function describeReadError(input: InputFile | undefined, e: unknown): TwinlakeError | undefined {
   if (!(e instanceof Error)) return undefined;
   const paths = input ? inputPaths(input) : [];
-  const where = (path: string | undefined) => {
-    const p = path ?? (paths.length === 1 ? paths[0] : undefined);
-    return input && p !== undefined ? inputLabel(input, p).label : 'input';
-  };
+  const where = (path: string | undefined) => nameOf(input, path);
   const json = /(?:Malformed JSON|JSON transform error) in file "([^"]*)", (?:at byte \d+ )?in line (\d+): ([^\n]*)/.exec(e.message);
   if (json) return new TwinlakeError('invalid-input', `${where(json[1])}: ${lineWord(input, json[1])} ${json[2]}: ${json[3].trim()}`, { line: Number(json[2]) }, { cause: e });
   const csv = /CSV Error on Line: (\d+)\n(?:Original Line: ([^\n]*)\n)?([^\n]*)/.exec(e.message);
@@ -190,6 +184,13 @@ export function describeReadError(input: InputFile | undefined, e: unknown): Twi
     return new TwinlakeError('invalid-input', `${where(path)}: line ${csv[1]}: ${csv[3].trim()}${original}`, { line: Number(csv[1]) }, { cause: e });
   }
   return undefined;
+}
+
+/** How file `path` of the input (or its only file) is named in messages. */
+function nameOf(input: InputFile | undefined, path: string | undefined): string {
+  const paths = input ? inputPaths(input) : [];
+  const p = path ?? (paths.length === 1 ? paths[0] : undefined);
+  return input && p !== undefined ? inputLabel(input, p).label : 'input';
 }
 
 /** "line", or "record" for records a write spooled one per line. */

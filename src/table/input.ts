@@ -59,17 +59,17 @@ const COMPRESSED = /\.(gz|zst)$/i;
 
 /** The format a file name says, looking through a `.gz` / `.zst` ending. */
 export function formatFromPath(path: string): InputFormat {
-  const compressed = COMPRESSED.exec(path);
-  const format = formatOfExtension(extname(compressed ? path.slice(0, compressed.index) : path));
+  const format = formatOfName(path);
   if (!format) {
     throw invalidInput(`input: cannot tell the format of ${path} from its extension; give --input-format ndjson|json|csv|parquet`);
   }
-  if (format === 'parquet' && compressed) throw invalidInput(`input ${path}: a Parquet file compresses its own pages; give it uncompressed`);
+  if (format === 'parquet' && COMPRESSED.test(path)) throw invalidInput(`input ${path}: a Parquet file compresses its own pages; give it uncompressed`);
   return format;
 }
 
-function formatOfExtension(ext: string): InputFormat | undefined {
-  switch (ext.toLowerCase()) {
+function formatOfName(path: string): InputFormat | undefined {
+  const compressed = COMPRESSED.exec(path);
+  switch (extname(compressed ? path.slice(0, compressed.index) : path).toLowerCase()) {
     case '.ndjson':
     case '.jsonl':
       return 'ndjson';
@@ -182,23 +182,22 @@ async function expand(spec: string, format: InputFormat | undefined): Promise<st
 }
 
 function knownFormat(path: string): boolean {
-  const compressed = COMPRESSED.exec(path);
-  return formatOfExtension(extname(compressed ? path.slice(0, compressed.index) : path)) !== undefined;
+  return formatOfName(path) !== undefined;
 }
 
 function hidden(name: string): boolean {
   return name.startsWith('.') || name.startsWith('_');
 }
 
-/** Every visible file below `dir`, at most `depth` folders down, sorted. */
-async function walk(dir: string, depth: number): Promise<string[]> {
+/** Every file below `dir`, at most `depth` folders down, sorted; hidden names only when asked. */
+async function walk(dir: string, depth: number, withHidden = false): Promise<string[]> {
   const out: string[] = [];
   const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
   for (const e of entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
-    if (hidden(e.name)) continue;
+    if (!withHidden && hidden(e.name)) continue;
     const p = join(dir, e.name);
     if (e.isDirectory()) {
-      if (depth > 0) out.push(...(await walk(p, depth - 1)));
+      if (depth > 0) out.push(...(await walk(p, depth - 1, withHidden)));
     } else if (e.isFile() || (e.isSymbolicLink() && (await stat(p).catch(() => undefined))?.isFile())) {
       out.push(p);
     }
@@ -208,8 +207,8 @@ async function walk(dir: string, depth: number): Promise<string[]> {
 
 /**
  * The files a shell-style glob matches: `*` and `?` within one path segment, `[abc]` / `[!abc]`
- * classes, `**` any number of folders. Hidden names are matched only by a pattern segment that
- * starts with a dot.
+ * classes, `**` any number of folders. Names starting with `.` or `_` are matched only when a
+ * pattern segment starts with a dot.
  */
 async function glob(pattern: string): Promise<string[]> {
   const segments = pattern.split(/[\\/]+/);
@@ -220,19 +219,8 @@ async function glob(pattern: string): Promise<string[]> {
     `^${rest.map((s, i) => (s === '**' ? (i === rest.length - 1 ? '.*' : '(?:[^/]+/)*') : segmentRegex(s) + (i === rest.length - 1 ? '' : '/'))).join('')}$`,
   );
   const depth = rest.includes('**') ? Infinity : rest.length - 1;
-  const candidates = rest.some((s) => s.startsWith('.')) ? await walkAll(base, depth) : await walk(base, depth);
+  const candidates = await walk(base, depth, rest.some((s) => s.startsWith('.')));
   return candidates.filter((p) => regex.test(relative(base, p).split(sep).join('/')));
-}
-
-async function walkAll(dir: string, depth: number): Promise<string[]> {
-  const out: string[] = [];
-  for (const e of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
-    const p = join(dir, e.name);
-    if (e.isDirectory()) {
-      if (depth > 0) out.push(...(await walkAll(p, depth - 1)));
-    } else out.push(p);
-  }
-  return out.sort();
 }
 
 function segmentRegex(segment: string): string {
