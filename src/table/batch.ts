@@ -16,7 +16,7 @@ import type { DataFile, IcebergType, PartitionSpec, PartitionTuple, Schema, Stru
 import { icebergMetrics } from '../spec/parquet/stats.ts';
 import { engineInput, type PreparedInput } from './input.ts';
 import { diagnoseInput, withLongLines } from './input-diagnostics.ts';
-import { forgetUncommitted, onInterrupt, trackStaging, trackUncommitted } from './interrupt.ts';
+import { discardUncommitted, onInterrupt, trackStaging, trackUncommitted } from './interrupt.ts';
 
 /**
  * One batch of input turned into data files: schema inference with precise errors, encoding
@@ -189,8 +189,7 @@ export async function encodeFrom(ctx: BatchContext, plan: EncodeTarget, from: En
     }
     return { files, dataFiles, rows, bytes: stats.reduce((a, s) => a + s.sizeBytes, 0), schema: plan.schema };
   } catch (e) {
-    await ctx.io.deleteQuietly(files);
-    forgetUncommitted(files);
+    await discardUncommitted(ctx.io, files);
     throw e;
   } finally {
     unstop();

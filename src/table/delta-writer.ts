@@ -12,7 +12,7 @@ import { readDeltaSnapshot, writeDeltaCommit } from './delta-log.ts';
 import { deltaPath } from '../spec/delta/replay.ts';
 import { isBlank } from './input-diagnostics.ts';
 import { prepareInput, type WriteInput } from './input.ts';
-import { guardCommit } from './interrupt.ts';
+import { discardUncommitted, guardCommit } from './interrupt.ts';
 import { assignPhysicalNames } from './physical-names.ts';
 import type { TableContext } from './table-context.ts';
 import { identString, warningLog } from './table-context.ts';
@@ -57,7 +57,7 @@ export async function writeDeltaOnly(ctx: TableContext, location: string, input:
           const version = base ? base.version + 1 : 0;
           const nowMs = Math.max(ctx.clock.nowMs(), (base?.timestampMs ?? 0) + 1);
           const actions = commitActions(base, plan, written, mode, nowMs, location);
-          if (await guardCommit(written.files, () => writeDeltaCommit(store, key, version, actions))) {
+          if (await guardCommit(written.files, () => writeDeltaCommit(store, key, version, actions), (won) => won)) {
             const icebergCommitMs = 0;
             const deltaCommitMs = performance.now() - commitStart;
             const checkpointStart = performance.now();
@@ -79,10 +79,10 @@ export async function writeDeltaOnly(ctx: TableContext, location: string, input:
           await new Promise((r) => setTimeout(r, Math.random() * 10 * Math.min(attempt + 1, 10)));
         }
       } catch (e) {
-        await ctx.io.deleteQuietly(written.files);
+        await discardUncommitted(ctx.io, written.files);
         throw e;
       }
-      await ctx.io.deleteQuietly(written.files);
+      await discardUncommitted(ctx.io, written.files);
       base = await latest(ctx, location);
     }
     throw new TwinlakeError('commit-conflict', `delta: write to ${identString(ctx.ident)} kept losing to concurrent writers`);

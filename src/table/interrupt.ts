@@ -37,24 +37,32 @@ export function trackUncommitted(io: FileIO, uri: string): void {
   uncommitted.set(uri, io);
 }
 
-/** Files the caller has deleted itself (a failed write) need no cleanup any more. */
+/** Files that need no cleanup any more: a commit named them, or they are scratch of their own. */
 export function forgetUncommitted(uris: readonly string[]): void {
   for (const u of uris) uncommitted.delete(u);
 }
 
+/** Deletes files a failed or abandoned write moved into a table (never throws). */
+export async function discardUncommitted(io: FileIO, uris: readonly string[]): Promise<void> {
+  await io.deleteQuietly(uris);
+  forgetUncommitted(uris);
+}
+
 /**
- * Runs a commit of `files`. An interrupt waits for it to settle; afterwards the files are either
- * committed or the caller's to delete, so they are no longer tracked.
+ * Runs a commit of `files`. An interrupt waits for it to settle. Once `committed` says the
+ * commit named them, the files belong to the table and are no longer tracked; otherwise (a lost
+ * race the caller retries, a failure) they stay tracked until the caller deletes them.
  */
-export async function guardCommit<T>(files: readonly string[], commit: () => Promise<T>): Promise<T> {
+export async function guardCommit<T>(files: readonly string[], commit: () => Promise<T>, committed: (result: T) => boolean): Promise<T> {
   refuseIfInterrupted();
   const running = commit();
   commits.add(running);
   try {
-    return await running;
+    const result = await running;
+    if (committed(result)) forgetUncommitted(files);
+    return result;
   } finally {
     commits.delete(running);
-    forgetUncommitted(files);
   }
 }
 

@@ -15,7 +15,7 @@ import { alignToTable, encode, encodeFrom, inferOrExplain, type EncodedFiles } f
 import { engineLocalPath, liveFiles } from './iceberg-scan.ts';
 import { isBlank } from './input-diagnostics.ts';
 import { prepareInput, type WriteInput } from './input.ts';
-import { forgetUncommitted, guardCommit, trackStaging, trackUncommitted } from './interrupt.ts';
+import { discardUncommitted, forgetUncommitted, guardCommit, trackStaging, trackUncommitted } from './interrupt.ts';
 import { bindFilter, emptyExplain } from './scan-filter.ts';
 import type { TableContext } from './table-context.ts';
 import { identString, warningLog, type WarningLog } from './table-context.ts';
@@ -262,7 +262,7 @@ async function rewrite(
       ? await encodeFrom(ctx, plan, { sql: change.sql, displayName: what.displayName, rowLineage: change.strategy === 'copy-on-write' && change.rowLineage === true })
       : emptyEncoded(plan);
   let deletes: WrittenDeletes = { deletes: [], files: [], bytes: 0 };
-  const cleanup = () => ctx.io.deleteQuietly([...written.files, ...deletes.files]);
+  const cleanup = () => discardUncommitted(ctx.io, [...written.files, ...deletes.files]);
   let outcome: CommitOutcome;
   try {
     if (change.strategy === 'merge-on-read') {
@@ -292,7 +292,7 @@ async function rewrite(
       },
       loaded,
       opts,
-    ));
+    ), (o) => o.status === 'committed');
   } catch (e) {
     await cleanup();
     throw e;

@@ -8,7 +8,7 @@ import { commitChange } from './commit.ts';
 import { commitDelta, finishDelta, repairDelta } from './delta-sync.ts';
 import { isBlank } from './input-diagnostics.ts';
 import { prepareInput, type WriteInput } from './input.ts';
-import { guardCommit } from './interrupt.ts';
+import { discardUncommitted, guardCommit } from './interrupt.ts';
 import { planSchema, type SchemaPlan } from './schema-plan.ts';
 import type { TableContext } from './table-context.ts';
 import { identString, warningLog } from './table-context.ts';
@@ -81,11 +81,11 @@ export async function writeTable(ctx: TableContext, input: WriteInput, opts: Wri
       try {
         const commitStart = performance.now();
         const change = { operation: mode === 'overwrite' ? 'overwrite' : 'append', added: written.dataFiles, replaceAll: mode === 'overwrite' } as const;
-        const outcome = await guardCommit(written.files, () => commitChange(ctx, plan, change, loaded, opts));
+        const outcome = await guardCommit(written.files, () => commitChange(ctx, plan, change, loaded, opts), (o) => o.status === 'committed');
         const icebergCommitMs = performance.now() - commitStart;
         if (outcome.status === 'schema-moved') {
           // A concurrent writer changed the columns this batch was encoded against.
-          await ctx.io.deleteQuietly(written.files);
+          await discardUncommitted(ctx.io, written.files);
           loaded = outcome.loaded;
           if (encodeAttempt >= 5) throw new TwinlakeError('commit-conflict', `write ${identString(ctx.ident)}: schema kept changing under concurrent writers`);
           continue;
@@ -105,7 +105,7 @@ export async function writeTable(ctx: TableContext, input: WriteInput, opts: Wri
           timings: { encodeMs, icebergCommitMs, deltaCommitMs, checkpointMs },
         };
       } catch (e) {
-        await ctx.io.deleteQuietly(written.files);
+        await discardUncommitted(ctx.io, written.files);
         throw e;
       }
     }
@@ -132,7 +132,7 @@ async function refuseEmptyIdentityStrings(ctx: TableContext, plan: SchemaPlan, w
   for (const f of plan.spec.fields) {
     if (f.transform !== 'identity' || index.get(f['source-id'])?.field.type !== 'string') continue;
     if (written.dataFiles.some((d) => d.partition[f.name] === '')) {
-      await ctx.io.deleteQuietly(written.files);
+      await discardUncommitted(ctx.io, written.files);
       throw invalidInput(
         `partition ${f.name}: a row has an empty string in identity partition column ${index.get(f['source-id'])!.path.join('.')}; Delta reads it back as null, so it cannot be written to a table that keeps Delta`,
       );
