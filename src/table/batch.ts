@@ -133,26 +133,26 @@ export async function encodeFrom(ctx: BatchContext, plan: EncodeTarget, from: En
   // An interrupt stops the engine's COPY instead of waiting for it to finish.
   const unstop = onInterrupt(() => session.interrupt());
   const files: string[] = [];
+  const encodeAll = () =>
+    encodeParquet(session, {
+      partitionBy: keys.map((k) => ({ alias: k.alias, sql: k.sql })),
+      // Human-readable folders as Iceberg writers name them: data/ts_day=2024-01-15/user_id_bucket=3/
+      placeFile: (raw) => {
+        const tuple = tupleOf(raw);
+        return plan.spec.fields.map((f) => partitionPathSegment(f.name, f.transform, sourceTypes.get(f['field-id'])!, tuple[f.name] as LiteralValue)).join('/');
+      },
+      source: 'input' in from ? inputRelation(engineInput(from.input), from.incoming) : `(${from.sql})`,
+      schema: encodeSchema,
+      physicalNames: encodeNames,
+      outputDir: staging,
+      targetFileSizeBytes: plan.targetFileSize,
+      filePrefix: `${writeId}-`,
+      ...(input ? { input: engineInput(input) } : {}),
+    });
   try {
     let stats: EncodedFileStats[];
     try {
-      stats = await withLongLines(session, input ?? NO_INPUT, () =>
-        encodeParquet(session, {
-          partitionBy: keys.map((k) => ({ alias: k.alias, sql: k.sql })),
-          // Human-readable folders as Iceberg writers name them: data/ts_day=2024-01-15/user_id_bucket=3/
-          placeFile: (raw) => {
-            const tuple = tupleOf(raw);
-            return plan.spec.fields.map((f) => partitionPathSegment(f.name, f.transform, sourceTypes.get(f['field-id'])!, tuple[f.name] as LiteralValue)).join('/');
-          },
-          source: 'input' in from ? inputRelation(engineInput(from.input), from.incoming) : `(${from.sql})`,
-          schema: encodeSchema,
-          physicalNames: encodeNames,
-          outputDir: staging,
-          targetFileSizeBytes: plan.targetFileSize,
-          filePrefix: `${writeId}-`,
-          ...(input ? { input: engineInput(input) } : {}),
-        }),
-      );
+      stats = input ? await withLongLines(session, input, encodeAll) : await encodeAll();
     } catch (e) {
       if (!input) throw e;
       throw await explainEncodeFailure(e, input, dataDir);
@@ -197,9 +197,6 @@ export async function encodeFrom(ctx: BatchContext, plan: EncodeTarget, from: En
     untrackStaging();
   }
 }
-
-/** No input file to measure lines of: a relation a merge or delete computed. */
-const NO_INPUT: PreparedInput = { files: [], format: 'parquet', displayName: 'rows', dispose: async () => {} };
 
 /** The source column type of each partition field, by partition field ID. */
 function sourceTypesOf(spec: PartitionSpec, schema: Schema): Map<number, IcebergType> {
