@@ -20,6 +20,7 @@ export { Table, type ReadOptions, type HistoryEntry, type TableDescription } fro
 export type { WriteOptions, WriteResult, WriteMode } from './table/writer.ts';
 export type { DeleteOptions, MergeOptions, MergeResult } from './table/merge.ts';
 export type { WriteInput, InputFormat, Row } from './table/input.ts';
+export { interruptWrites } from './table/interrupt.ts';
 export type { ReadPlan, ReadFormat, TimeTravel } from './table/reader.ts';
 export type { TableFormat } from './table/table-properties.ts';
 export { TwinlakeError, type ErrorKind } from './core/errors.ts';

@@ -100,7 +100,7 @@ export function registerCommands(program: Command): void {
   command('write')
     .description('write records into a table (created on first write) as Iceberg and Delta')
     .argument('<table>', 'namespace.table')
-    .requiredOption('--input <file>', "input file, folder or glob (repeatable: all go into one commit; .gz/.zst are decompressed), or '-' for standard input", collect, [])
+    .requiredOption('--input <file>', "input file, folder or glob (repeatable: all go into one commit; .gz/.zst are decompressed), or '-' for standard input", (value: string, previous?: string[]) => [...(previous ?? []), value])
     .option('--input-format <format>', 'ndjson | json | csv | parquet (default: from the file extension)')
     .option('--mode <mode>', 'append | overwrite | merge', 'append')
     .option('--key <columns>', 'merge: key columns, comma-separated')

@@ -116,6 +116,9 @@ describe('many inputs in one write', () => {
     expect(listFiles(join(wh, 'many', 't'))).toEqual(before);
     const none = w(['write', 'many.t', '--input', join(tmp.path, 'nothing-*.ndjson')]);
     expect(none.stderr).toMatch(/no ndjson, json, csv or parquet files match .*nothing-\*\.ndjson/);
+    expect(w(['write', 'many.t']).stderr).toMatch(/required option '--input <file>' not specified/);
+    expect(w(['write', 'many.t', '--input', '-', '--input', json, '--input-format', 'ndjson']).stderr).toMatch(/standard input\) cannot be combined with other inputs/);
+    expect(listFiles(join(wh, 'many', 't'))).toEqual(before);
   });
 
   it('names records and standard input by record and line, never a temporary file', async () => {
