@@ -73,7 +73,6 @@ export async function guardCommit<T>(files: readonly string[], commit: () => Pro
  */
 export async function interruptWrites(): Promise<{ removed: number }> {
   interrupted = true;
-  const removed = uncommitted.size + staging.size;
   for (const stop of stoppers) {
     try {
       stop();
@@ -82,6 +81,7 @@ export async function interruptWrites(): Promise<{ removed: number }> {
     }
   }
   await Promise.allSettled([...commits]);
+  const removed = uncommitted.size + staging.size;
   const byIo = new Map<FileIO, string[]>();
   for (const [uri, io] of uncommitted) byIo.set(io, [...(byIo.get(io) ?? []), uri]);
   uncommitted.clear();
