@@ -23,6 +23,7 @@ export type { DeleteOptions, MergeOptions, MergeResult } from './table/merge.ts'
 export type { AlterOptions, AlterResult } from './table/alter.ts';
 export type { LiveFiles, LiveFile, LiveDelete } from './table/live-files.ts';
 export type { WriteInput, InputFormat, Row } from './table/input.ts';
+export { interruptWrites } from './table/interrupt.ts';
 export type { ReadPlan, ReadFormat, TimeTravel } from './table/reader.ts';
 export type { TableFormat } from './table/table-properties.ts';
 export { TwinlakeError, type ErrorKind } from './core/errors.ts';

@@ -13,7 +13,7 @@ import { parseFormats, type RowChangeStrategy } from '../table/table-properties.
 import type { ReadOptions } from '../table/table.ts';
 import type { StructType } from '../spec/iceberg/types.ts';
 import { formatTable, printAlter, printDescription, printEngine, printFiles, printHistory, printTableSummaries, printWriteResult } from './format.ts';
-import { runQuickstart } from './quickstart.ts';
+import { parseRowCount, runQuickstart } from './quickstart.ts';
 import { withProgress } from './progress.ts';
 import { repeatable } from './options.ts';
 import { configPath, parseConfig, resolveSettings, type SettingOptions, type Settings } from './settings.ts';
@@ -101,9 +101,11 @@ export function registerCommands(program: Command): void {
     globalOptions(program.command(name)).addHelpText('after', `\nExample${examples.length > 1 ? 's' : ''}:\n${examples.map((e) => `  ${e}`).join('\n')}`);
   command('quickstart', 'twinlake quickstart --rows 10000')
     .description('write a realistic sample (100k events) into analytics.events and read it back through both formats')
-    .option('--rows <n>', 'number of events', '100000')
-    .action(async (o: { rows: string }, cmd: Command) => {
-      await using(cmd, (lake) => runQuickstart(lake, Number(o.rows), out));
+    .option('--rows <count>', 'number of events', '100000')
+    .option('--replace', 'overwrite analytics.events if it exists (default: append the sample again)')
+    .action(async (o: { rows: string; replace?: boolean }, cmd: Command) => {
+      const rows = parseRowCount(o.rows);
+      await using(cmd, (lake) => runQuickstart(lake, rows, out, { replace: o.replace }));
     });
 
   command(
@@ -113,7 +115,7 @@ export function registerCommands(program: Command): void {
   )
     .description('write records into a table (created on first write) as Iceberg and Delta')
     .argument('<table>', 'namespace.table')
-    .requiredOption('--input <file>', "input file, or '-' for standard input")
+    .requiredOption('--input <file>', "input file, folder or glob (repeatable: all go into one commit; .gz/.zst are decompressed), or '-' for standard input", repeatable)
     .option('--input-format <format>', 'ndjson | json | csv | parquet (default: from the file extension)')
     .option('--mode <mode>', 'append | overwrite | merge', 'append')
     .option('--key <columns>', 'merge: key columns, comma-separated')
@@ -126,22 +128,25 @@ export function registerCommands(program: Command): void {
     .option('--partition <spec>', 'partition spec, e.g. "day(ts), bucket(16, user_id)"; on an existing table a new spec evolves it')
     .option('--exclude-columns <columns>', 'input columns not to store, comma-separated (e.g. the op,seq that steer a merge)')
     .option('--json', 'print the result as JSON')
-    .action(async (table: string, o: { input: string; inputFormat?: string; mode: string; schema?: string; formats?: string; property: string[]; partition?: string; key?: string; orderBy?: string; deleteWhen?: string; strategy?: string; excludeColumns?: string; json?: boolean }, cmd: Command) => {
+    .action(async (table: string, o: { input: string[]; inputFormat?: string; mode: string; schema?: string; formats?: string; property: string[]; partition?: string; key?: string; orderBy?: string; deleteWhen?: string; strategy?: string; excludeColumns?: string; json?: boolean }, cmd: Command) => {
       if (o.mode !== 'append' && o.mode !== 'overwrite' && o.mode !== 'merge') throw invalidInput(`write: --mode must be append, overwrite or merge, found ${JSON.stringify(o.mode)}`);
       if (o.mode === 'merge' && !o.key) throw invalidInput('write: --mode merge needs --key COLUMNS');
       if (o.mode !== 'merge' && (o.key || o.orderBy || o.deleteWhen || o.strategy)) throw invalidInput('write: --key, --order-by, --delete-when and --strategy go with --mode merge');
       const format = o.inputFormat ? parseInputFormat(o.inputFormat) : undefined;
       let input: WriteInput;
-      if (o.input === '-') {
+      const stdin = o.input.includes('-');
+      if (stdin) {
+        if (o.input.length > 1) throw invalidInput('write: --input - (standard input) cannot be combined with other inputs');
         if (!format) throw invalidInput("write: --input - (standard input) needs --input-format");
         input = { stream: process.stdin, format, name: 'standard input' };
       } else {
-        input = { path: o.input, format };
+        input = o.input.length === 1 ? { path: o.input[0]!, format } : { paths: o.input, format };
       }
       let schema: StructType | undefined;
       if (o.schema) schema = parseJson(await readFile(o.schema, 'utf8'), o.schema) as StructType;
-      const label = o.input === '-' ? 'standard input' : o.input;
-      const size = o.input === '-' ? undefined : (await stat(o.input).catch(() => undefined))?.size;
+      const label = stdin ? 'standard input' : o.input.join(', ');
+      const sizes = stdin ? [] : await Promise.all(o.input.map(async (p) => { const info = await stat(p).catch(() => undefined); return info?.isFile() ? info.size : undefined; }));
+      const size = sizes.length > 0 && sizes.every((s) => s !== undefined) ? sizes.reduce((a, b) => a! + b!, 0) : undefined;
       await using(cmd, async (lake) => {
         const common = { schema, formats: o.formats ? parseFormats(o.formats) : undefined, properties: parseProperties(o.property), partition: o.partition, excludeColumns: o.excludeColumns?.split(',').map((c) => c.trim()).filter(Boolean) };
         const result = await withProgress(`writing ${label}`, size, lake, () =>

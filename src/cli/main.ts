@@ -1,5 +1,6 @@
 import { exitCodeOf, failureMessage } from './exit-codes.ts';
 import { createProgram } from './program.ts';
+import { interruptWrites } from '../table/interrupt.ts';
 
 /**
  * The `twinlake` command. Thin: parse arguments, call the library, format the result. Exit 0 on
@@ -11,9 +12,22 @@ process.stdout.on('error', (e: NodeJS.ErrnoException) => {
   throw e;
 });
 
+// Ctrl-C or SIGTERM during a write: remove what the write staged and has not committed, then
+// exit as the signal would have (128 + its number). A second signal ends the process at once.
+let interrupted: Promise<never> | undefined;
+for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+  process.once(signal, () => {
+    interrupted ??= interruptWrites()
+      .then(({ removed }) => process.stderr.write(`twinlake: interrupted by ${signal}${removed ? '; files not yet committed were removed' : ''}\n`))
+      .finally(() => process.exit(code)) as Promise<never>;
+  });
+}
+
 try {
   await createProgram().parseAsync(process.argv);
 } catch (e) {
+  // The write failed because it was interrupted: the interrupt reports and exits.
+  if (interrupted) await interrupted;
   const code = exitCodeOf(e);
   if (code === 0) process.exit(0); // --help, --version
   process.stderr.write(`twinlake: ${failureMessage(e)}\n`);

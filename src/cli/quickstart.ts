@@ -4,7 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { finished } from 'node:stream/promises';
 import { parseTableIdentifier } from '../catalog/catalog.ts';
+import { invalidInput } from '../core/errors.ts';
 import { localPath } from '../core/uri.ts';
+import { trackStaging } from '../table/interrupt.ts';
 import type { Lakehouse } from '../table/lakehouse.ts';
 
 const REGIONS = ['us-east', 'us-west', 'eu-central', 'eu-west', 'ap-south', 'ap-northeast', 'sa-east'];
@@ -23,8 +25,20 @@ function rng(seed: number): () => number {
   };
 }
 
-export async function runQuickstart(lake: Lakehouse, rows: number, out: (line: string) => void): Promise<void> {
+/** `--rows`: a whole number of events, at least one. */
+export function parseRowCount(raw: string): number {
+  const n = /^\s*\d+\s*$/.test(raw) ? Number(raw) : NaN;
+  if (!Number.isSafeInteger(n) || n < 1) throw invalidInput(`quickstart: --rows expects a whole number of at least 1, found ${JSON.stringify(raw)}`);
+  return n;
+}
+
+/**
+ * Writes the sample into analytics.events. A second run appends the same sample again (and says
+ * so, with the table's new row count) unless `replace` asks to overwrite it.
+ */
+export async function runQuickstart(lake: Lakehouse, rows: number, out: (line: string) => void, opts: { replace?: boolean } = {}): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'twinlake-quickstart-'));
+  const untrack = trackStaging(dir);
   try {
     const path = join(dir, 'events.ndjson');
     const file = createWriteStream(path);
@@ -56,13 +70,20 @@ export async function runQuickstart(lake: Lakehouse, rows: number, out: (line: s
     await finished(file);
 
     const table = lake.table('analytics.events');
-    const result = await table.append({ path, format: 'ndjson' });
+    const existed = await table.exists();
+    const result = opts.replace ? await table.overwrite({ path, format: 'ndjson' }) : await table.append({ path, format: 'ndjson' });
     const desc = await table.describe();
     const viaIceberg = await table.count({ format: 'iceberg' });
     const viaDelta = await table.count({ format: 'delta' });
     const tableDir = localPath(desc.location);
     const { metadataLocation } = await lake.catalog.loadTable(parseTableIdentifier('analytics.events'));
-    out(`wrote ${result.rows} events into analytics.events (snapshot ${result.snapshotId}, delta version ${result.deltaVersion})`);
+    const commit = `snapshot ${result.snapshotId}, delta version ${result.deltaVersion}`;
+    if (!existed) out(`created analytics.events with ${result.rows} events (${commit})`);
+    else if (opts.replace) out(`replaced the rows of analytics.events with ${result.rows} events (${commit}); older snapshots stay readable`);
+    else {
+      out(`appended ${result.rows} more events to analytics.events, which already existed: it now holds ${viaIceberg} rows (${commit})`);
+      out('  (the same sample again, ids included; run with --replace to start the table over)');
+    }
     out(`  location        ${desc.location}`);
     out(`  table rows      ${desc.records} (${desc.files} data files, ${desc.bytes} bytes)`);
     out(`  read (iceberg)  ${viaIceberg} rows`);
@@ -80,5 +101,6 @@ export async function runQuickstart(lake: Lakehouse, rows: number, out: (line: s
     out(`  StaticTable.from_metadata("${metadataLocation}").scan().to_arrow()   # pyiceberg`);
   } finally {
     await rm(dir, { recursive: true, force: true });
+    untrack();
   }
 }

@@ -30,8 +30,13 @@ export function parseJson(text: string, source = 'json'): any {
   return parseJsonSlow(text, source);
 }
 
-/** JSON strings, or JSON numbers (as the grammar defines them), left to right. */
-const TOKENS = /"(?:[^"\\]|\\.)*"|-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/g;
+/**
+ * JSON strings, or JSON numbers (as the grammar defines them), left to right. The string pattern
+ * is written as runs of plain characters between escapes: an alternation repeated per character
+ * makes V8's regex engine recurse once per character, which overflows its stack on strings of a
+ * few megabytes.
+ */
+const TOKENS = /"[^"\\]*(?:\\.[^"\\]*)*"|-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/g;
 /** A prefix no JSON text can produce: JSON forbids raw control characters inside strings. */
 const BIG_MARK = '\u0001big:';
 

@@ -127,6 +127,11 @@ export class DuckDBSession {
     return p < 0 ? undefined : { fraction: Math.min(1, p / 100) };
   }
 
+  /** Stops the statement running now (it fails with an interrupted error); the session stays usable. */
+  interrupt(): void {
+    if (!this.closed) this.connection.interrupt();
+  }
+
   close(): void {
     if (this.closed) return;
     this.closed = true;

@@ -12,7 +12,7 @@ import { conversionChecks, fieldIdsClause, parseCastFailure, selectList, type Ca
 import { parseReturnStats, type FileStats } from '../spec/parquet/stats.ts';
 import { quoteIdent, quoteString, type DuckDBSession } from './duckdb-session.ts';
 import type { EngineSettings } from './engine-settings.ts';
-import { describeRelation, type InputFile } from './infer-schema.ts';
+import { describeRelation, inputLabel, inputPaths, type InputFile } from './infer-schema.ts';
 
 export interface EncodeOptions {
   /** FROM-clause SQL of the rows to write (see `inputRelation`). */
@@ -205,53 +205,90 @@ async function copyPartitioned(
 async function diagnose(session: DuckDBSession, options: EncodeOptions, inputType: StructType, e: unknown): Promise<unknown> {
   if (!isTwinlakeError(e)) return e;
   const input = options.input;
-  const where = input ? `input ${input.path}` : 'input';
+  const paths = input ? inputPaths(input) : [];
+  // The file DuckDB names in its message, or the only one.
+  const named = /in file "([^"]*)"/.exec(e.message)?.[1];
+  const fileOf = (path: string | undefined) => path ?? named ?? (paths.length === 1 ? paths[0] : undefined);
+  const where = (path?: string) => nameOf(input, fileOf(path));
   // A partition key expression refused a value (see truncateSql in partition-keys.ts).
   const refused = /Invalid Input Error: (partition [^\n]*)/.exec(e.message);
-  if (refused) return new TwinlakeError('invalid-input', `${where}: ${refused[1]}`, {}, { cause: e });
+  if (refused) return new TwinlakeError('invalid-input', `${where()}: ${refused[1]}`, {}, { cause: e });
   const cast = parseCastFailure(e.message);
   if (cast) {
-    const record = await firstBadRecord(session, options, inputType, cast).catch(() => undefined);
-    const position = record === undefined || !input ? '' : ` at ${await positionOf(input, record)}`;
+    const bad = await firstBadRecord(session, options, inputType, cast).catch(() => undefined);
+    const position = bad === undefined || !input ? '' : ` at ${await positionOf(input, bad.file ?? fileOf(undefined), bad.record)}`;
     const found = cast.value === undefined ? 'null (the column is required)' : JSON.stringify(cast.value);
-    return new TwinlakeError('invalid-input', `${where}: column "${cast.path}"${position}: expected ${cast.expected}, found ${found}`, { ...cast, record }, { cause: e });
+    return new TwinlakeError('invalid-input', `${where(bad?.file)}: column "${cast.path}"${position}: expected ${cast.expected}, found ${found}`, { ...cast, record: bad?.record }, { cause: e });
   }
-  if (input?.format === 'ndjson' && plainFile(input) && /Malformed JSON/.test(e.message)) {
-    const bad = await firstMalformedLine(input).catch(() => undefined);
-    if (bad) return new TwinlakeError('invalid-input', `${where}: line ${bad.line}: malformed JSON (${bad.reason})`, { line: bad.line }, { cause: e });
-  }
-  if (input?.format === 'csv' && plainFile(input) && /Error when sniffing file/.test(e.message)) {
-    const located = await locateCsvShapeError(session, input).catch(() => undefined);
-    if (located) return diagnose(session, options, inputType, located);
-  }
-  const json = /(?:Malformed JSON|JSON transform error) in file "[^"]*", (?:at byte \d+ )?in line (\d+): ([^\n]*)/.exec(e.message);
-  if (json && input?.format === 'ndjson' && plainFile(input) && /JSON transform error/.test(e.message)) {
-    // DuckDB names the line but not the column: find the value whose shape does not fit.
-    const misfit = await shapeMismatchAt(input, Number(json[1]), options.schema).catch(() => undefined);
-    if (misfit) {
-      const found = JSON.stringify(misfit.value).slice(0, 200);
-      return new TwinlakeError('invalid-input', `${where}: column "${misfit.path}" at line ${json[1]}: expected ${misfit.expected}, found ${found}`, { line: Number(json[1]), path: misfit.path }, { cause: e });
+  if (input?.format === 'ndjson' && /Malformed JSON/.test(e.message)) {
+    for (const path of named ? [named] : paths) {
+      if (!plainFile(path)) continue;
+      const bad = await firstMalformedLine(path).catch(() => undefined);
+      if (bad) return new TwinlakeError('invalid-input', `${where(path)}: ${lineWord(input, path)} ${bad.line}: malformed JSON (${bad.reason})`, { line: bad.line }, { cause: e });
     }
   }
-  if (json) return new TwinlakeError('invalid-input', `${where}: line ${json[1]}: ${json[2].trim()}`, { line: Number(json[1]) }, { cause: e });
+  if (input?.format === 'csv' && /Error when sniffing file/.test(e.message)) {
+    for (const path of named ? [named] : paths) {
+      if (!plainFile(path)) continue;
+      const located = await locateCsvShapeError(session, input, path).catch(() => undefined);
+      if (located) return diagnose(session, { ...options, input: { ...input, path } }, inputType, located);
+    }
+  }
+  const misfit = /JSON transform error in file "([^"]*)", (?:at byte \d+ )?in line (\d+)/.exec(e.message);
+  if (misfit && input?.format === 'ndjson' && plainFile(misfit[1]!)) {
+    // DuckDB names the line but not the column: find the value whose shape does not fit.
+    const line = Number(misfit[2]);
+    const found = await shapeMismatchAt(misfit[1]!, line, options.schema).catch(() => undefined);
+    if (found) {
+      const value = JSON.stringify(found.value).slice(0, 200);
+      return new TwinlakeError('invalid-input', `${where(misfit[1])}: column "${found.path}" at ${lineWord(input, misfit[1]!)} ${line}: expected ${found.expected}, found ${value}`, { line, path: found.path }, { cause: e });
+    }
+  }
+  return describeReadError(input, e) ?? e;
+}
+
+/**
+ * A reader's own message about a bad line (JSON, CSV), restated with the input's name for the
+ * file; undefined when the message is not one of those.
+ */
+export function describeReadError(input: InputFile | undefined, e: unknown): TwinlakeError | undefined {
+  if (!(e instanceof Error)) return undefined;
+  const paths = input ? inputPaths(input) : [];
+  const where = (path: string | undefined) => nameOf(input, path);
+  const json = /(?:Malformed JSON|JSON transform error) in file "([^"]*)", (?:at byte \d+ )?in line (\d+): ([^\n]*)/.exec(e.message);
+  if (json) return new TwinlakeError('invalid-input', `${where(json[1])}: ${lineWord(input, json[1])} ${json[2]}: ${json[3].trim()}`, { line: Number(json[2]) }, { cause: e });
   const csv = /CSV Error on Line: (\d+)\n(?:Original Line: ([^\n]*)\n)?([^\n]*)/.exec(e.message);
   if (csv) {
-    const original = csv[2] === undefined ? '' : ` in ${JSON.stringify(csv[2])}`;
-    return new TwinlakeError('invalid-input', `${where}: line ${csv[1]}: ${csv[3].trim()}${original}`, { line: Number(csv[1]) }, { cause: e });
+    const original = csv[2] === undefined ? '' : ` in ${JSON.stringify(csv[2].length > 200 ? `${csv[2].slice(0, 200)}…` : csv[2])}`;
+    const file = /\bfile = ([^\n]+)/.exec(e.message.slice(csv.index + csv[0].length))?.[1]?.trim();
+    const path = file && paths.includes(file) ? file : undefined;
+    return new TwinlakeError('invalid-input', `${where(path)}: line ${csv[1]}: ${csv[3].trim()}${original}`, { line: Number(csv[1]) }, { cause: e });
   }
-  return e;
+  return undefined;
+}
+
+/** How file `path` of the input (or its only file) is named in messages. */
+function nameOf(input: InputFile | undefined, path: string | undefined): string {
+  const paths = input ? inputPaths(input) : [];
+  const p = path ?? (paths.length === 1 ? paths[0] : undefined);
+  return input && p !== undefined ? inputLabel(input, p).label : 'input';
+}
+
+/** "line", or "record" for records a write spooled one per line. */
+function lineWord(input: InputFile | undefined, path: string): string {
+  return input && inputLabel(input, path).unit === 'record' ? 'record' : 'line';
 }
 
 /**
  * DuckDB's CSV sniffer rejects a file with a ragged row without saying where. Reading it again
  * with the header's column count fixed (no sniffing) makes DuckDB name the line.
  */
-async function locateCsvShapeError(session: DuckDBSession, input: InputFile): Promise<unknown> {
+async function locateCsvShapeError(session: DuckDBSession, input: InputFile, path: string): Promise<unknown> {
   const c = input.csv ?? {};
   const delimiter = c.delimiter ?? ',';
   const quote = c.quote ?? '"';
   let header: string | undefined;
-  for await (const text of lines(input)) {
+  for await (const text of lines(path)) {
     header = text;
     break;
   }
@@ -263,10 +300,10 @@ async function locateCsvShapeError(session: DuckDBSession, input: InputFile): Pr
     else if (!quoted && ch === delimiter) count++;
   }
   const columns = Array.from({ length: count }, (_, i) => `'c${i}': 'VARCHAR'`).join(', ');
-  const path = quoteString(localPathIfFile(input.path));
+  const size = input.maxLineBytes === undefined ? '' : `, max_line_size = ${Math.ceil(input.maxLineBytes)}, buffer_size = ${2 * Math.ceil(input.maxLineBytes)}`;
   try {
     await session.run(
-      `SELECT count(*) FROM read_csv(${path}, auto_detect = false, header = ${c.header ?? true ? 'true' : 'false'}, delim = ${quoteString(delimiter)}, quote = ${quoteString(quote)}, escape = ${quoteString(c.escape ?? quote)}, columns = {${columns}})`,
+      `SELECT count(*) FROM read_csv(${quoteString(localPathIfFile(path))}, auto_detect = false, header = ${c.header ?? true ? 'true' : 'false'}, delim = ${quoteString(delimiter)}, quote = ${quoteString(quote)}, escape = ${quoteString(c.escape ?? quote)}${size}, columns = {${columns}})`,
     );
   } catch (e) {
     return e;
@@ -274,29 +311,44 @@ async function locateCsvShapeError(session: DuckDBSession, input: InputFile): Pr
   return undefined;
 }
 
-/** 1-based number of the first record whose conversion fails, in the source's scan order. */
-async function firstBadRecord(session: DuckDBSession, options: EncodeOptions, inputType: StructType, cast: CastFailure): Promise<number | undefined> {
+/**
+ * The first record whose conversion fails, in the source's scan order: its 1-based number within
+ * its file, and the file (when the reader can say; a column of the input named `filename` hides
+ * DuckDB's virtual column of that name).
+ */
+async function firstBadRecord(
+  session: DuckDBSession,
+  options: EncodeOptions,
+  inputType: StructType,
+  cast: CastFailure,
+): Promise<{ record: number; file?: string } | undefined> {
   const checks = conversionChecks(options.schema, options.physicalNames, { alias: ALIAS, type: inputType });
   const column = checks
     .filter((c) => cast.path === c.name || cast.path.startsWith(`${c.name}.`))
     .sort((a, b) => b.name.length - a.name.length)[0];
   const condition = column ? `NOT (${column.check})` : `NOT (${checks.map((c) => c.check).join(' AND ')})`;
+  const byFile = options.input !== undefined && !inputType.fields.some((f) => f.name.toLowerCase() === 'filename');
+  const file = byFile ? `${ALIAS}.filename` : 'NULL::VARCHAR';
   const rows = await session.all(
-    `SELECT __rn FROM (SELECT row_number() OVER () AS __rn, ${condition} AS __bad FROM ${options.source} AS ${ALIAS}) WHERE __bad ORDER BY __rn LIMIT 1`,
+    `SELECT __file, __rn - min(__rn) OVER (PARTITION BY __file) + 1 AS __n, __rn, __bad FROM (SELECT row_number() OVER () AS __rn, ${file} AS __file, ${condition} AS __bad FROM ${options.source} AS ${ALIAS}) QUALIFY __bad ORDER BY __rn LIMIT 1`,
   );
-  return rows.length ? Number(rows[0].__rn) : undefined;
+  if (!rows.length) return undefined;
+  const found = rows[0].__file === null || rows[0].__file === undefined ? undefined : String(rows[0].__file);
+  return { record: Number(found === undefined ? rows[0].__rn : rows[0].__n), ...(found === undefined ? {} : { file: found }) };
 }
 
 /**
- * Where record `n` sits in the file: NDJSON skips blank lines, so the line is counted; a CSV
- * record is one line after the header, as DuckDB numbers CSV lines; JSON documents have records.
+ * Where record `n` of a file sits: NDJSON skips blank lines, so the line is counted; a CSV record
+ * is one line after the header, as DuckDB numbers CSV lines; JSON documents have records; records
+ * a write spooled are numbered as given.
  */
-async function positionOf(input: InputFile, record: number): Promise<string> {
+async function positionOf(input: InputFile, path: string | undefined, record: number): Promise<string> {
+  if (path !== undefined && inputLabel(input, path).unit === 'record') return `record ${record}`;
   if (input.format === 'csv') return `line ${record + (input.csv?.header ?? true ? 1 : 0)}`;
-  if (input.format !== 'ndjson' || !plainFile(input)) return `record ${record}`;
+  if (input.format !== 'ndjson' || path === undefined || !plainFile(path)) return `record ${record}`;
   let line = 0;
   let seen = 0;
-  for await (const text of lines(input)) {
+  for await (const text of lines(path)) {
     line++;
     if (text.trim() !== '' && ++seen === record) return `line ${line}`;
   }
@@ -304,22 +356,21 @@ async function positionOf(input: InputFile, record: number): Promise<string> {
 }
 
 /** One uncompressed file, which can be read line by line here as DuckDB read it. */
-function plainFile(input: InputFile): boolean {
-  return !/[*?[]/.test(input.path) && !/\.(gz|zst|zstd)$/i.test(input.path);
+function plainFile(path: string): boolean {
+  return !/[*?[]/.test(path) && !/\.(gz|zst|zstd)$/i.test(path);
 }
 
-function lines(input: InputFile): AsyncIterable<string> {
-  const path = localPathIfFile(input.path);
-  return createInterface({ input: createReadStream(path, { encoding: 'utf8' }), crlfDelay: Infinity });
+function lines(path: string): AsyncIterable<string> {
+  return createInterface({ input: createReadStream(localPathIfFile(path), { encoding: 'utf8' }), crlfDelay: Infinity });
 }
 
 /**
  * The first value of NDJSON line `line` whose JSON kind does not fit its column: an object for a
  * struct or map, an array for a list. (Primitives are read as text and checked by the conversion.)
  */
-async function shapeMismatchAt(input: InputFile, line: number, schema: StructType): Promise<{ path: string; expected: string; value: unknown } | undefined> {
+async function shapeMismatchAt(path: string, line: number, schema: StructType): Promise<{ path: string; expected: string; value: unknown } | undefined> {
   let n = 0;
-  for await (const text of lines(input)) {
+  for await (const text of lines(path)) {
     if (++n < line) continue;
     const record = JSON.parse(text) as Record<string, unknown>;
     for (const f of schema.fields) {
@@ -365,9 +416,9 @@ function shapeMismatch(value: unknown, type: IcebergType, path: string): { path:
   return undefined;
 }
 
-async function firstMalformedLine(input: InputFile): Promise<{ line: number; reason: string } | undefined> {
+async function firstMalformedLine(path: string): Promise<{ line: number; reason: string } | undefined> {
   let line = 0;
-  for await (const text of lines(input)) {
+  for await (const text of lines(path)) {
     line++;
     if (text.trim() === '') continue;
     try {

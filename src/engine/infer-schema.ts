@@ -6,18 +6,41 @@ import type { DuckDBSession } from './duckdb-session.ts';
 export type InputFormat = 'ndjson' | 'json' | 'csv' | 'parquet';
 
 export interface InputFile {
-  /** A local path, `file:` URI or glob. */
-  path: string;
+  /**
+   * A local path, `file:` URI or glob; or several, read as one relation whose columns are matched
+   * by name. `.gz` and `.zst` files are decompressed by the reader (JSON, CSV).
+   */
+  path: string | readonly string[];
   format: InputFormat;
   /** CSV dialect; defaults: comma, double quote, quote doubled to escape, header row. */
   csv?: { delimiter?: string; quote?: string; escape?: string; header?: boolean };
+  /** How a file is named in messages (default `input <path>`), and whether its lines are records. */
+  labels?: ReadonlyMap<string, InputLabel>;
+  /** The longest line (JSON record, CSV row) the reader must hold, in bytes; default DuckDB's 16 MB / 2 MB. */
+  maxLineBytes?: number;
+}
+
+export interface InputLabel {
+  label: string;
+  /** 'record' when line N of the file is the Nth record given to a write (records spooled one per line). */
+  unit: 'line' | 'record';
+}
+
+export function inputPaths(input: InputFile): string[] {
+  return typeof input.path === 'string' ? [input.path] : [...input.path];
+}
+
+export function inputLabel(input: InputFile, path: string): InputLabel {
+  return input.labels?.get(path) ?? { label: `input ${path}`, unit: 'line' };
 }
 
 /** Rows DuckDB samples to infer JSON types, and we sample to recognise timestamps and integers in text. */
 const SAMPLE_ROWS = 20480;
 
-function pathOf(input: InputFile): string {
-  return localPathIfFile(input.path);
+/** The reader's first argument: one path, or a list of them. */
+function pathSql(input: InputFile): string {
+  if (typeof input.path === 'string') return quoteString(localPathIfFile(input.path));
+  return `[${input.path.map((p) => quoteString(localPathIfFile(p))).join(', ')}]`;
 }
 
 /** The type the input is read as before conversion: every primitive as text, so no reader coerces. */
@@ -42,22 +65,31 @@ function textShapeType(type: IcebergType): IcebergType {
  * a BIGINT column); CSV is read as text for the same reason. Without a schema, DuckDB detects types.
  */
 export function inputRelation(input: InputFile, schema?: StructType): string {
-  const path = quoteString(pathOf(input));
+  const path = pathSql(input);
+  // Several files: columns are matched by name, and every file is sampled for its columns.
+  const union = typeof input.path === 'string' ? '' : ', union_by_name = true';
+  // DuckDB's reader buffers are sized for its default longest line: a longer one is allowed
+  // only when the caller measured it (the buffers grow with it).
+  const long = input.maxLineBytes === undefined ? undefined : Math.ceil(input.maxLineBytes);
   switch (input.format) {
     case 'ndjson':
     case 'json': {
       const format = input.format === 'ndjson' ? 'newline_delimited' : 'auto';
       const columns = schema ? `, columns = {${schema.fields.map((f) => `${quoteString(f.name)}: ${quoteString(textShape(f.type))}`).join(', ')}}` : '';
-      return `read_json(${path}, format = '${format}', records = true, ignore_errors = false${columns})`;
+      const size = long === undefined ? '' : `, maximum_object_size = ${long}`;
+      return `read_json(${path}, format = '${format}', records = true, ignore_errors = false${size}${union}${columns})`;
     }
     case 'csv': {
       const c = input.csv ?? {};
       const quote = c.quote ?? '"';
-      const dialect = `delim = ${quoteString(c.delimiter ?? ',')}, quote = ${quoteString(quote)}, escape = ${quoteString(c.escape ?? quote)}, header = ${c.header ?? true ? 'true' : 'false'}`;
-      return `read_csv(${path}, ${dialect}, strict_mode = true, null_padding = false, ignore_errors = false${schema ? ', all_varchar = true' : ''})`;
+      // skip = 0: the header is the first line. Left to itself, DuckDB's sniffer takes a ragged
+      // wider row further down as the header and silently drops every row above it.
+      const dialect = `delim = ${quoteString(c.delimiter ?? ',')}, quote = ${quoteString(quote)}, escape = ${quoteString(c.escape ?? quote)}, header = ${c.header ?? true ? 'true' : 'false'}, skip = 0`;
+      const size = long === undefined ? '' : `, max_line_size = ${long}, buffer_size = ${2 * long}`;
+      return `read_csv(${path}, ${dialect}, strict_mode = true, null_padding = false, ignore_errors = false${size}${union}${schema ? ', all_varchar = true' : ''})`;
     }
     case 'parquet':
-      return `read_parquet(${path}, hive_partitioning = false)`;
+      return `read_parquet(${path}, hive_partitioning = false${union})`;
   }
 }
 

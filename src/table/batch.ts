@@ -1,10 +1,11 @@
-import { mkdir } from 'node:fs/promises';
-import { basename, relative, sep } from 'node:path';
+import { copyFile, mkdir, mkdtemp, rename, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { basename, dirname, join, relative, sep } from 'node:path';
 import { errorMessage, invalidInput, isTwinlakeError, TwinlakeError, unsupported } from '../core/errors.ts';
 import { newUuid } from '../core/ids.ts';
 import { joinUri } from '../core/uri.ts';
 import type { DuckDBSession } from '../engine/duckdb-session.ts';
-import { encodeParquet, type EncodedFileStats } from '../engine/encode.ts';
+import { describeReadError, encodeParquet, type EncodedFileStats } from '../engine/encode.ts';
 import { partitionKeys, registerPartitionFunctions } from '../engine/partition-keys.ts';
 import { partitionPathSegment } from '../spec/iceberg/transforms.ts';
 import type { LiteralValue } from '../spec/scan-task.ts';
@@ -13,8 +14,9 @@ import type { FileIO } from '../io/file-io.ts';
 import { canPromote, indexById, ROW_LINEAGE_FIELDS, typeToString } from '../spec/iceberg/schema.ts';
 import type { DataFile, IcebergType, PartitionSpec, PartitionTuple, Schema, StructType } from '../spec/iceberg/types.ts';
 import { icebergMetrics } from '../spec/parquet/stats.ts';
-import type { PreparedInput } from './input.ts';
-import { diagnoseInput } from './input-diagnostics.ts';
+import { engineInput, type PreparedInput } from './input.ts';
+import { diagnoseInput, withLongLines } from './input-diagnostics.ts';
+import { discardUncommitted, onInterrupt, trackStaging, trackUncommitted } from './interrupt.ts';
 
 /**
  * One batch of input turned into data files: schema inference with precise errors, encoding
@@ -44,16 +46,20 @@ export interface BatchContext {
  */
 export async function inferOrExplain(session: DuckDBSession, input: PreparedInput, table?: StructType): Promise<StructType> {
   try {
-    const inferred = await inferSchema(session, { path: input.path, format: input.format });
-    if (!table) return resolveUnknown(inferred);
-    // JSON and CSV say long and double for every number: their sampled values decide whether
-    // an int or float column must widen. Parquet's types are the values' own.
-    const probes = new Map<string, NarrowType>();
-    if (input.format !== 'parquet') alignToTable(inferred, table, { probes });
-    const fits = probes.size ? await sampledFits(session, { path: input.path, format: input.format }, inferred, probes) : new Set<string>();
-    return alignToTable(inferred, table, { fits });
+    // engineInput is taken on each attempt: a retry for long lines widens its reader buffers.
+    return await withLongLines(session, input, async () => {
+      const inferred = await inferSchema(session, engineInput(input));
+      if (!table) return resolveUnknown(inferred);
+      // JSON and CSV say long and double for every number: their sampled values decide whether
+      // an int or float column must widen. Parquet's types are the values' own.
+      const probes = new Map<string, NarrowType>();
+      if (input.format !== 'parquet') alignToTable(inferred, table, { probes });
+      const fits = probes.size ? await sampledFits(session, engineInput(input), inferred, probes) : new Set<string>();
+      return alignToTable(inferred, table, { fits });
+    });
   } catch (e) {
-    throw (await diagnoseInput(input)) ?? (isTwinlakeError(e) ? e : invalidInput(`input ${input.displayName}: ${errorMessage(e)}`));
+    if (isTwinlakeError(e) && e.context.limit !== undefined) throw e; // a line over the limit, already named
+    throw (await diagnoseInput(input)) ?? describeReadError(engineInput(input), e) ?? (isTwinlakeError(e) ? e : invalidInput(`${input.displayName}: ${errorMessage(e)}`));
   }
 }
 
@@ -64,11 +70,11 @@ async function explainEncodeFailure(e: unknown, input: PreparedInput, dataDir: s
   if (code && STORAGE_ERRORS.has(code)) {
     return new TwinlakeError('io', `storage: cannot write data files under ${dataDir}: not writable (${code})`, {}, { cause: e });
   }
-  if (isTwinlakeError(e) && e.kind !== 'invalid-input' && e.kind !== 'data-invalid') return e;
+  if (isTwinlakeError(e) && ((e.kind !== 'invalid-input' && e.kind !== 'data-invalid') || e.context.limit !== undefined)) return e;
   // A record the sample used for inference did not cover may be malformed: find it.
   const diagnosis = await diagnoseInput(input);
   if (diagnosis) return diagnosis;
-  return isTwinlakeError(e) ? e : invalidInput(`input ${input.displayName}: ${errorMessage(e)}`);
+  return isTwinlakeError(e) ? e : invalidInput(`${input.displayName}: ${errorMessage(e)}`);
 }
 
 export interface AlignOptions {
@@ -167,7 +173,6 @@ export async function encodeFrom(ctx: BatchContext, plan: EncodeTarget, from: En
   const dataDir = joinUri(plan.location, 'data');
   const localDir = ctx.io.localPath(dataDir);
   if (!localDir) throw unsupported(`write: storage for ${dataDir} is not local disk; remote storage comes with the cloud storage issue`);
-  await mkdir(localDir, { recursive: true });
   const session = await ctx.session();
   const writeId = newUuid();
   const keys = partitionKeys(plan.spec, plan.schema, plan.physicalNames);
@@ -183,54 +188,77 @@ export async function encodeFrom(ctx: BatchContext, plan: EncodeTarget, from: En
   const lineage = 'sql' in from && from.rowLineage === true;
   const encodeSchema = lineage ? { ...plan.schema, fields: [...plan.schema.fields, ...ROW_LINEAGE_FIELDS] } : plan.schema;
   const encodeNames = lineage ? new Map([...plan.physicalNames, ...ROW_LINEAGE_FIELDS.map((f) => [f.id, f.name] as const)]) : plan.physicalNames;
-  let stats: EncodedFileStats[] = [];
-  try {
-    stats = await encodeParquet(session, {
+  // The engine encodes into a local staging folder outside the table (DESIGN.md §7), so a file
+  // still being written, or one a killed process left behind, is never inside data/ where a
+  // `data/**/*.parquet` glob would count it; the files are moved in once all of them are good.
+  const staging = await mkdtemp(join(tmpdir(), 'twinlake-staging-'));
+  const untrackStaging = trackStaging(staging);
+  // An interrupt stops the engine's COPY instead of waiting for it to finish.
+  const unstop = onInterrupt(() => session.interrupt());
+  const files: string[] = [];
+  const encodeAll = () =>
+    encodeParquet(session, {
       partitionBy: keys.map((k) => ({ alias: k.alias, sql: k.sql })),
       // Human-readable folders as Iceberg writers name them: data/ts_day=2024-01-15/user_id_bucket=3/
       placeFile: (raw) => {
         const tuple = tupleOf(raw);
         return plan.spec.fields.map((f) => partitionPathSegment(f.name, f.transform, sourceTypes.get(f['field-id'])!, tuple[f.name] as LiteralValue)).join('/');
       },
-      source: 'input' in from ? inputRelation({ path: from.input.path, format: from.input.format }, from.incoming) : `(${from.sql})`,
+      source: 'input' in from ? inputRelation(engineInput(from.input), from.incoming) : `(${from.sql})`,
       schema: encodeSchema,
       physicalNames: encodeNames,
-      outputDir: localDir,
+      outputDir: staging,
       targetFileSizeBytes: plan.targetFileSize,
       filePrefix: `${writeId}-`,
-      ...(input ? { input: { path: input.path, format: input.format } } : {}),
+      ...(input ? { input: engineInput(input) } : {}),
     });
+  try {
+    let stats: EncodedFileStats[];
+    try {
+      stats = input ? await withLongLines(session, input, encodeAll) : await encodeAll();
+    } catch (e) {
+      if (!input) throw e;
+      throw await explainEncodeFailure(e, input, dataDir);
+    }
+    const rows = stats.reduce((a, s) => a + s.recordCount, 0);
+    if (rows === 0 && input) {
+      // A CSV whose rows do not match its header can read as no rows at all: say which line.
+      throw (await diagnoseInput(input)) ?? invalidInput(`${input.displayName}: no records; nothing was written`);
+    }
+    const specId = plan.spec['spec-id'];
+    const dataFiles: DataFile[] = [];
+    const relativePaths = stats.map((s) => relative(staging, s.path).split(sep).join('/'));
+    for (let i = 0; i < stats.length; i++) {
+      const s = stats[i]!;
+      if (s.recordCount === 0) continue;
+      const metrics = icebergMetrics(s, plan.schema);
+      checkRequiredNulls(plan.schema, metrics, displayName);
+      dataFiles.push({
+        content: 0,
+        'file-path': joinUri(dataDir, relativePaths[i]!),
+        'file-format': 'PARQUET',
+        partition: s.partitionKeys ? tupleOf(s.partitionKeys) : {},
+        'record-count': s.recordCount,
+        'file-size-in-bytes': s.sizeBytes,
+        ...metrics,
+        'spec-id': specId,
+      });
+    }
+    for (let i = 0; i < stats.length; i++) {
+      const uri = joinUri(dataDir, relativePaths[i]!);
+      trackUncommitted(ctx.io, uri);
+      files.push(uri);
+      await moveInto(stats[i]!.path, join(localDir, ...relativePaths[i]!.split('/')), dataDir);
+    }
+    return { files, dataFiles, rows, bytes: stats.reduce((a, s) => a + s.sizeBytes, 0), schema: plan.schema };
   } catch (e) {
-    // The engine may have left partial files behind: remove everything this write named.
-    await removeByPrefix(ctx, dataDir, writeId);
-    if (!input) throw e;
-    throw await explainEncodeFailure(e, input, dataDir);
+    await discardUncommitted(ctx.io, files);
+    throw e;
+  } finally {
+    unstop();
+    await rm(staging, { recursive: true, force: true });
+    untrackStaging();
   }
-  const files = stats.map((s) => joinUri(dataDir, relative(localDir, s.path).split(sep).join('/')));
-  const rows = stats.reduce((a, s) => a + s.recordCount, 0);
-  if (rows === 0 && input) {
-    await ctx.io.deleteQuietly(files);
-    throw invalidInput(`input ${displayName}: no records; nothing was written`);
-  }
-  const specId = plan.spec['spec-id'];
-  const dataFiles: DataFile[] = [];
-  for (let i = 0; i < stats.length; i++) {
-    const s = stats[i]!;
-    if (s.recordCount === 0) continue;
-    const metrics = icebergMetrics(s, plan.schema);
-    checkRequiredNulls(plan.schema, metrics, displayName);
-    dataFiles.push({
-      content: 0,
-      'file-path': files[i]!,
-      'file-format': 'PARQUET',
-      partition: s.partitionKeys ? tupleOf(s.partitionKeys) : {},
-      'record-count': s.recordCount,
-      'file-size-in-bytes': s.sizeBytes,
-      ...metrics,
-      'spec-id': specId,
-    });
-  }
-  return { files, dataFiles, rows, bytes: stats.reduce((a, s) => a + s.sizeBytes, 0), schema: plan.schema };
 }
 
 /** The source column type of each partition field, by partition field ID. */
@@ -255,14 +283,34 @@ function checkRequiredNulls(schema: Schema, metrics: Pick<DataFile, 'null-value-
   for (const f of schema.fields) {
     const nulls = metrics['null-value-counts']?.get(f.id) ?? 0;
     if (f.required && nulls > 0) {
-      throw invalidInput(`input ${displayName}: column ${f.name} is required but ${nulls} row(s) have no value`);
+      throw invalidInput(`${displayName}: column ${f.name} is required but ${nulls} row(s) have no value`);
     }
   }
 }
 
-async function removeByPrefix(ctx: BatchContext, dir: string, prefix: string): Promise<void> {
-  const doomed: string[] = [];
-  for await (const o of ctx.io.list(dir + '/')) if (basename(o.uri).startsWith(prefix)) doomed.push(o.uri);
-  await ctx.io.deleteQuietly(doomed);
+/**
+ * Moves a finished file from staging into the table's data folder: a rename on the same
+ * filesystem; across filesystems a copy under a temporary name (which no listing or `*.parquet`
+ * glob picks up) renamed into place, so a reader never sees half a file.
+ */
+async function moveInto(from: string, to: string, dataDir: string): Promise<void> {
+  try {
+    await mkdir(dirname(to), { recursive: true });
+    try {
+      await rename(from, to);
+    } catch (e) {
+      if ((e as { code?: string }).code !== 'EXDEV') throw e;
+      const temp = join(dirname(to), `.${basename(to)}.${newUuid().replace(/-/g, '').slice(0, 16)}.tmp`);
+      try {
+        await copyFile(from, temp);
+        await rename(temp, to);
+      } finally {
+        await rm(temp, { force: true });
+      }
+    }
+  } catch (e) {
+    const code = (e as { code?: string }).code;
+    if (code && STORAGE_ERRORS.has(code)) throw new TwinlakeError('io', `storage: cannot write data files under ${dataDir}: not writable (${code})`, {}, { cause: e });
+    throw e;
+  }
 }
-

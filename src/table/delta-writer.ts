@@ -13,6 +13,7 @@ import { deltaPath } from '../spec/delta/replay.ts';
 import { isBlank } from './input-diagnostics.ts';
 import { splitExcluded } from './exclude-columns.ts';
 import { prepareInput, type WriteInput } from './input.ts';
+import { discardUncommitted, guardCommit } from './interrupt.ts';
 import { assignPhysicalNames } from './physical-names.ts';
 import type { TableContext } from './table-context.ts';
 import { identString, warningLog } from './table-context.ts';
@@ -35,7 +36,7 @@ export async function writeDeltaOnly(ctx: TableContext, location: string, input:
   const { store, key } = ctx.io.storeAt(location);
   try {
     const session = await ctx.session();
-    if (await isBlank(prepared)) throw invalidInput(`input ${prepared.displayName}: no records; nothing was written`);
+    if (await isBlank(prepared)) throw invalidInput(`${prepared.displayName}: no records; nothing was written`);
     let base = await latest(ctx, location);
     let incoming = opts.schema ?? splitExcluded(await inferOrExplain(session, prepared, base && deltaTableSchema(base).schema), opts.excludeColumns, 'write').kept;
     const created = base === undefined;
@@ -56,7 +57,7 @@ export async function writeDeltaOnly(ctx: TableContext, location: string, input:
           const version = base ? base.version + 1 : 0;
           const nowMs = Math.max(ctx.clock.nowMs(), (base?.timestampMs ?? 0) + 1);
           const actions = commitActions(base, plan, written, mode, nowMs, location);
-          if (await writeDeltaCommit(store, key, version, actions)) {
+          if (await guardCommit(written.files, () => writeDeltaCommit(store, key, version, actions), (won) => won)) {
             const icebergCommitMs = 0;
             const deltaCommitMs = performance.now() - commitStart;
             const checkpointStart = performance.now();
@@ -79,10 +80,10 @@ export async function writeDeltaOnly(ctx: TableContext, location: string, input:
           await new Promise((r) => setTimeout(r, Math.random() * 10 * Math.min(attempt + 1, 10)));
         }
       } catch (e) {
-        await ctx.io.deleteQuietly(written.files);
+        await discardUncommitted(ctx.io, written.files);
         throw e;
       }
-      await ctx.io.deleteQuietly(written.files);
+      await discardUncommitted(ctx.io, written.files);
       base = await latest(ctx, location);
     }
     throw new TwinlakeError('commit-conflict', `delta: write to ${identString(ctx.ident)} kept losing to concurrent writers`);

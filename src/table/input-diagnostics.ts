@@ -1,53 +1,111 @@
 import { createReadStream } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
-import { createInterface } from 'node:readline';
+import { createGunzip } from 'node:zlib';
 import { invalidInput, type TwinlakeError } from '../core/errors.ts';
 import { parseJson } from '../core/json.ts';
-import type { PreparedInput } from './input.ts';
+import type { DuckDBSession } from '../engine/duckdb-session.ts';
+import type { PreparedFile, PreparedInput } from './input.ts';
 
 /**
  * When the engine refuses an input, these passes find the first bad record and say where it is
- * (line, column, what was expected and found). They run only after a failure, so the fast path
- * pays nothing for them.
+ * (file, line, column, what was expected and found). They run only after a failure, so the fast
+ * path pays nothing for them.
  */
 export async function diagnoseInput(input: PreparedInput): Promise<TwinlakeError | undefined> {
+  for (const file of input.files) {
+    const found = await diagnoseFile(input, file);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+function diagnoseFile(input: PreparedInput, file: PreparedFile): Promise<TwinlakeError | undefined> {
+  if (!readable(file.path)) return Promise.resolve(undefined);
   switch (input.format) {
     case 'ndjson':
-      return diagnoseNdjson(input);
+      return diagnoseNdjson(file);
     case 'json':
-      return diagnoseJson(input);
+      return diagnoseJson(file);
     case 'csv':
-      return diagnoseCsv(input);
+      return diagnoseCsv(file);
     default:
-      return undefined;
+      return Promise.resolve(undefined);
   }
 }
 
 /** True when a text input holds nothing but whitespace (a Parquet file is never "empty" here). */
 export async function isBlank(input: PreparedInput): Promise<boolean> {
   if (input.format === 'parquet') return false;
-  const info = await stat(input.path);
-  if (info.size === 0) return true;
-  if (info.size > 4096) return false;
-  return (await readFile(input.path, 'utf8')).trim() === '';
+  for (const file of input.files) {
+    const info = await stat(file.path);
+    if (info.size === 0) continue;
+    if (info.size > 4096 || /\.(gz|zst)$/i.test(file.path)) return false;
+    if ((await readFile(file.path, 'utf8')).trim() !== '') return false;
+  }
+  return true;
 }
 
-async function diagnoseNdjson(input: PreparedInput): Promise<TwinlakeError | undefined> {
-  const lines = createInterface({ input: createReadStream(input.path, 'utf8'), crlfDelay: Infinity });
+/** A line's text is kept up to this size: anything longer is past every line limit anyway. */
+const MAX_TEXT_BYTES = 512 * 1024 * 1024 - 1024;
+
+/** Files read here line by line: plain text, or gzip (Node 20 has no zstd; DuckDB's own messages serve those). */
+function readable(path: string): boolean {
+  return !/\.(zst|zstd)$/i.test(path);
+}
+
+/**
+ * The lines of a file with their 1-based number and length in bytes (without the line break);
+ * a line's text only when it is at most `maxTextBytes` long, so a line too long for a string
+ * is still counted.
+ */
+async function* scanLines(path: string, maxTextBytes = MAX_TEXT_BYTES): AsyncIterable<{ n: number; bytes: number; text?: string }> {
+  const raw = createReadStream(path);
+  const stream = /\.gz$/i.test(path) ? raw.pipe(createGunzip()) : raw;
   let n = 0;
-  for await (const line of lines) {
-    n++;
-    if (line.trim() === '') continue;
+  let parts: Buffer[] = [];
+  let bytes = 0;
+  const line = () => {
+    let text: string | undefined;
+    if (bytes <= maxTextBytes) {
+      text = Buffer.concat(parts).toString('utf8');
+      if (text.endsWith('\r')) text = text.slice(0, -1);
+    }
+    const out = { n: ++n, bytes, ...(text === undefined ? {} : { text }) };
+    parts = [];
+    bytes = 0;
+    return out;
+  };
+  try {
+    for await (const chunk of stream as AsyncIterable<Buffer>) {
+      let start = 0;
+      for (let nl = chunk.indexOf(10); nl >= 0; nl = chunk.indexOf(10, start)) {
+        bytes += nl - start;
+        if (bytes <= maxTextBytes) parts.push(chunk.subarray(start, nl));
+        yield line();
+        start = nl + 1;
+      }
+      bytes += chunk.length - start;
+      if (bytes <= maxTextBytes && start < chunk.length) parts.push(chunk.subarray(start));
+    }
+    if (bytes > 0 || parts.length > 0) yield line();
+  } finally {
+    raw.destroy();
+  }
+}
+
+async function diagnoseNdjson(file: PreparedFile): Promise<TwinlakeError | undefined> {
+  const word = file.unit === 'record' ? 'record' : 'line';
+  for await (const { n, text, bytes } of scanLines(file.path)) {
+    if (text === undefined) return invalidInput(`${file.label}: ${word} ${n} is ${mb(bytes)}, too long to check`);
+    if (text.trim() === '') continue;
     try {
-      const value = parseJson(line, 'json');
+      const value = parseJson(text, 'json');
       if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-        lines.close();
-        return invalidInput(`input ${input.displayName}: line ${n}: expected a JSON object, found ${Array.isArray(value) ? 'an array' : JSON.stringify(value)}`);
+        return invalidInput(`${file.label}: ${word} ${n}: expected a JSON object, found ${Array.isArray(value) ? 'an array' : JSON.stringify(value)}`);
       }
     } catch (e) {
-      lines.close();
       const detail = (e as Error).message.replace(/^json: /, '').replace(/ at line 1, column (\d+)$/, ' at column $1');
-      return invalidInput(`input ${input.displayName}: line ${n}: malformed JSON (${detail})`);
+      return invalidInput(`${file.label}: ${word} ${n}: malformed JSON (${detail})`);
     }
   }
   return undefined;
@@ -55,18 +113,18 @@ async function diagnoseNdjson(input: PreparedInput): Promise<TwinlakeError | und
 
 const MAX_JSON_DIAGNOSE_BYTES = 256 * 1024 * 1024;
 
-async function diagnoseJson(input: PreparedInput): Promise<TwinlakeError | undefined> {
-  if ((await stat(input.path)).size > MAX_JSON_DIAGNOSE_BYTES) return undefined;
-  const text = await readFile(input.path, 'utf8');
+async function diagnoseJson(file: PreparedFile): Promise<TwinlakeError | undefined> {
+  if (/\.gz$/i.test(file.path) || (await stat(file.path)).size > MAX_JSON_DIAGNOSE_BYTES) return undefined;
+  const text = await readFile(file.path, 'utf8');
   try {
     const value = parseJson(text, 'json');
     const records = Array.isArray(value) ? value : [value];
     const bad = records.findIndex((r) => r === null || typeof r !== 'object' || Array.isArray(r));
-    if (bad >= 0) return invalidInput(`input ${input.displayName}: element ${bad + 1}: expected a JSON object`);
+    if (bad >= 0) return invalidInput(`${file.label}: element ${bad + 1}: expected a JSON object`);
     return undefined;
   } catch {
     // Not one JSON document: perhaps JSON lines in a .json file.
-    return diagnoseNdjson(input);
+    return diagnoseNdjson(file);
   }
 }
 
@@ -74,16 +132,15 @@ async function diagnoseJson(input: PreparedInput): Promise<TwinlakeError | undef
  * RFC 4180 fields per record (quotes may span lines); the first record whose field count differs
  * from the header's is the error.
  */
-async function diagnoseCsv(input: PreparedInput): Promise<TwinlakeError | undefined> {
-  const lines = createInterface({ input: createReadStream(input.path, 'utf8'), crlfDelay: Infinity });
-  let lineNo = 0;
+async function diagnoseCsv(file: PreparedFile): Promise<TwinlakeError | undefined> {
   let expected: number | undefined;
   let header = '';
   let fields = 1;
   let inQuotes = false;
   let recordStart = 1;
-  for await (const line of lines) {
-    lineNo++;
+  for await (const { n: lineNo, text, bytes } of scanLines(file.path)) {
+    if (text === undefined) return invalidInput(`${file.label}: line ${lineNo} is ${mb(bytes)}, too long to check`);
+    const line = text;
     if (!inQuotes) {
       fields = 1;
       recordStart = lineNo;
@@ -101,12 +158,92 @@ async function diagnoseCsv(input: PreparedInput): Promise<TwinlakeError | undefi
       expected = fields;
       header = line;
     } else if (fields !== expected) {
-      lines.close();
-      return invalidInput(
-        `input ${input.displayName}: line ${recordStart}: expected ${expected} columns (${header.slice(0, 80)}), found ${fields}`,
-      );
+      return invalidInput(`${file.label}: line ${recordStart}: expected ${expected} columns (${header.slice(0, 80)}), found ${fields}`);
     }
   }
-  if (inQuotes) return invalidInput(`input ${input.displayName}: line ${recordStart}: a quoted field is never closed`);
+  if (inQuotes) return invalidInput(`${file.label}: line ${recordStart}: a quoted field is never closed`);
   return undefined;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Long lines
+
+/** DuckDB's refusal of a line longer than its reader's buffer (JSON `maximum_object_size`, CSV `max_line_size`). */
+export function isLineTooLong(e: unknown): boolean {
+  for (let c: unknown = e; c instanceof Error; c = c.cause) {
+    if (/"maximum_object_size" of \d+ bytes exceeded|Maximum line size of \d+ bytes exceeded/.test(c.message)) return true;
+  }
+  return false;
+}
+
+/**
+ * The longest line a reader may hold: its buffers take about four times the line, and parsing
+ * it and encoding its values as much again, so an eighth of the engine's memory limit (128 MB
+ * under a 1 GB limit, 256 MB under 2 GB). Never below DuckDB's own default of 16 MB.
+ */
+export async function lineLimitBytes(session: DuckDBSession): Promise<number> {
+  const rows = await session.all("SELECT current_setting('memory_limit') AS v");
+  const memory = parseSize(String(rows[0]?.v ?? ''));
+  const limit = memory === undefined ? 128 * MiB : Math.floor(memory / 8);
+  return Math.min(Math.max(limit, 16 * MiB), MAX_TEXT_BYTES);
+}
+
+const MiB = 1024 * 1024;
+
+/** DuckDB size text (`953.6 MiB`, `2.0 GiB`, `1GB`) in bytes. */
+function parseSize(text: string): number | undefined {
+  const m = /^\s*([\d.]+)\s*([KMGT]?)(i?)B\s*$/i.exec(text);
+  if (!m) return undefined;
+  const power = ' KMGT'.indexOf(m[2]!.toUpperCase() || ' ');
+  return Number(m[1]) * (m[3] ? 1024 : 1000) ** power;
+}
+
+/** The longest line of any file of the input. */
+export async function longestLine(input: PreparedInput): Promise<{ file: PreparedFile; line: number; bytes: number } | undefined> {
+  let best: { file: PreparedFile; line: number; bytes: number } | undefined;
+  for (const file of input.files) {
+    if (!readable(file.path)) continue;
+    for await (const { n, bytes } of scanLines(file.path, 0)) if (!best || bytes > best.bytes) best = { file, line: n, bytes };
+  }
+  return best;
+}
+
+/**
+ * Runs an engine read of the input; when a line is longer than the reader's default buffer,
+ * measures the longest line and runs it again with buffers that fit it, or refuses a line over
+ * the limit (`line N is M MB; the limit is L MB`).
+ */
+export async function withLongLines<T>(session: DuckDBSession, input: PreparedInput, run: () => Promise<T>): Promise<T> {
+  for (;;) {
+    try {
+      return await run();
+    } catch (e) {
+      if (!isLineTooLong(e)) throw e;
+      const limit = await lineLimitBytes(session);
+      const longest = await longestLine(input);
+      if (!longest || input.files.some((f) => !readable(f.path))) {
+        // A file that cannot be measured here (zstd): allow the limit itself, once.
+        if (input.maxLineBytes === undefined || input.maxLineBytes < limit) {
+          input.maxLineBytes = limit;
+          continue;
+        }
+        throw invalidInput(`${input.displayName}: a line is longer than ${mb(limit)}, the limit (an eighth of the engine's memory limit; raise the memory limit for longer lines)`, { limit });
+      }
+      const word = longest.file.unit === 'record' ? 'record' : 'line';
+      if (longest.bytes > limit) {
+        throw invalidInput(
+          `${longest.file.label}: ${word} ${longest.line} is ${mb(longest.bytes)}; the limit is ${mb(limit)} (an eighth of the engine's memory limit; raise the memory limit for longer lines)`,
+          { line: longest.line, bytes: longest.bytes, limit },
+        );
+      }
+      const needed = longest.bytes + 1024;
+      if (input.maxLineBytes !== undefined && input.maxLineBytes >= needed) throw e;
+      input.maxLineBytes = needed;
+    }
+  }
+}
+
+function mb(bytes: number): string {
+  const v = bytes / MiB;
+  return `${v >= 10 ? Math.round(v) : v.toFixed(1)} MB`;
 }

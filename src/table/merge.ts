@@ -15,6 +15,7 @@ import { encode, encodeFrom, inferOrExplain, type EncodedFiles } from './batch.t
 import { engineLocalPath, liveFiles } from './iceberg-scan.ts';
 import { isBlank } from './input-diagnostics.ts';
 import { prepareInput, type WriteInput } from './input.ts';
+import { discardUncommitted, forgetUncommitted, guardCommit, trackStaging, trackUncommitted } from './interrupt.ts';
 import { bindFilter, emptyExplain } from './scan-filter.ts';
 import type { TableContext } from './table-context.ts';
 import { identString, warningLog, type WarningLog } from './table-context.ts';
@@ -105,12 +106,13 @@ export async function mergeTable(ctx: TableContext, input: WriteInput, opts: Mer
   if (opts.keys.length === 0) throw invalidInput('merge: give at least one key column');
   const prepared = await prepareInput(input);
   const staging = await mkdtemp(join(tmpdir(), 'twinlake-merge-'));
+  const untrackStaging = trackStaging(staging);
   const log = warningLog(ctx);
   const warn = log.warn;
   const t = scratchTables();
   try {
     const session = await ctx.session();
-    if (await isBlank(prepared)) throw invalidInput(`input ${prepared.displayName}: no records; nothing was merged`);
+    if (await isBlank(prepared)) throw invalidInput(`${prepared.displayName}: no records; nothing was merged`);
     let loaded = await tryLoad(ctx);
     if (loaded) await repairDelta(ctx, loaded.metadata, warn);
     const inferred = opts.schema && !opts.excludeColumns?.length ? opts.schema : await inferOrExplain(session, prepared, loaded && currentSchema(loaded.metadata));
@@ -134,6 +136,7 @@ export async function mergeTable(ctx: TableContext, input: WriteInput, opts: Mer
       const batch = await encode(ctx, batchPlan, prepared, { ...incoming, fields: [...incoming.fields, ...split.excluded] });
       const inputNames = new Set([...inferred.fields, ...incoming.fields].map((f) => f.name));
       await stageBatch(ctx, t, batch, batchPlan.schema, opts, inputNames);
+      forgetUncommitted(batch.files); // scratch of this merge, removed with its staging folder
 
       const metadata = loaded?.metadata;
       const live = metadata ? await candidateFiles(ctx, t, metadata, plan.schema, opts.keys) : { data: [], deletes: [], sequenceNumbers: new Map() };
@@ -171,6 +174,7 @@ export async function mergeTable(ctx: TableContext, input: WriteInput, opts: Mer
   } finally {
     await dropScratch(ctx, t);
     await rm(staging, { recursive: true, force: true });
+    untrackStaging();
     await prepared.dispose();
   }
 }
@@ -265,10 +269,13 @@ async function rewrite(
       ? await encodeFrom(ctx, plan, { sql: change.sql, displayName: what.displayName, rowLineage: change.strategy === 'copy-on-write' && change.rowLineage === true })
       : emptyEncoded(plan);
   let deletes: WrittenDeletes = { deletes: [], files: [], bytes: 0 };
-  const cleanup = () => ctx.io.deleteQuietly([...written.files, ...deletes.files]);
+  const cleanup = () => discardUncommitted(ctx.io, [...written.files, ...deletes.files]);
   let outcome: CommitOutcome;
   try {
-    if (change.strategy === 'merge-on-read') deletes = await writeRowDeletes(ctx, loaded!.metadata, await deletedPositions(ctx, rows, change.deletedRowsSql, touched));
+    if (change.strategy === 'merge-on-read') {
+      deletes = await writeRowDeletes(ctx, loaded!.metadata, await deletedPositions(ctx, rows, change.deletedRowsSql, touched));
+      for (const f of deletes.files) trackUncommitted(ctx.io, f);
+    }
     const removeFiles = new Set(change.strategy === 'copy-on-write' ? touched.map((f) => f['file-path']) : []);
     const rowDeletes: RowDeletesBasis | undefined = loaded
       ? {
@@ -279,7 +286,7 @@ async function rewrite(
       : undefined;
     const changesRows = removeFiles.size > 0 || deletes.deletes.length > 0;
     const operation = !changesRows ? 'append' : written.dataFiles.length ? 'overwrite' : 'delete';
-    outcome = await commitChange(
+    outcome = await guardCommit([...written.files, ...deletes.files], () => commitChange(
       ctx,
       plan,
       {
@@ -293,7 +300,7 @@ async function rewrite(
       },
       loaded,
       opts,
-    );
+    ), (o) => o.status === 'committed');
   } catch (e) {
     await cleanup();
     throw e;

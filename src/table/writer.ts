@@ -8,6 +8,7 @@ import { commitChange } from './commit.ts';
 import { commitDelta, finishDelta, repairDelta } from './delta-sync.ts';
 import { isBlank } from './input-diagnostics.ts';
 import { prepareInput, type WriteInput } from './input.ts';
+import { discardUncommitted, guardCommit } from './interrupt.ts';
 import { planSchema, type SchemaPlan } from './schema-plan.ts';
 import { splitExcluded } from './exclude-columns.ts';
 import type { TableContext } from './table-context.ts';
@@ -75,7 +76,7 @@ export async function writeTable(ctx: TableContext, input: WriteInput, opts: Wri
   const prepared = await prepareInput(input);
   try {
     const session = await ctx.session();
-    if (await isBlank(prepared)) throw invalidInput(`input ${prepared.displayName}: no records; nothing was written`);
+    if (await isBlank(prepared)) throw invalidInput(`${prepared.displayName}: no records; nothing was written`);
     let loaded = await tryLoad(ctx);
     let incoming = opts.schema ?? splitExcluded(await inferOrExplain(session, prepared, loaded && currentSchema(loaded.metadata)), opts.excludeColumns, 'write').kept;
     if (loaded) await repairDelta(ctx, loaded.metadata, warn);
@@ -91,11 +92,11 @@ export async function writeTable(ctx: TableContext, input: WriteInput, opts: Wri
       try {
         const commitStart = performance.now();
         const change = { operation: mode === 'overwrite' ? 'overwrite' : 'append', added: written.dataFiles, replaceAll: mode === 'overwrite' } as const;
-        const outcome = await commitChange(ctx, plan, change, loaded, opts);
+        const outcome = await guardCommit(written.files, () => commitChange(ctx, plan, change, loaded, opts), (o) => o.status === 'committed');
         const icebergCommitMs = performance.now() - commitStart;
         if (outcome.status === 'schema-moved') {
           // A concurrent writer changed the columns this batch was encoded against.
-          await ctx.io.deleteQuietly(written.files);
+          await discardUncommitted(ctx.io, written.files);
           loaded = outcome.loaded;
           if (encodeAttempt >= 5) throw new TwinlakeError('commit-conflict', `write ${identString(ctx.ident)}: schema kept changing under concurrent writers`);
           continue;
@@ -116,7 +117,7 @@ export async function writeTable(ctx: TableContext, input: WriteInput, opts: Wri
           timings: { encodeMs, icebergCommitMs, deltaCommitMs, checkpointMs },
         };
       } catch (e) {
-        await ctx.io.deleteQuietly(written.files);
+        await discardUncommitted(ctx.io, written.files);
         throw e;
       }
     }
@@ -143,7 +144,7 @@ async function refuseEmptyIdentityStrings(ctx: TableContext, plan: SchemaPlan, w
   for (const f of plan.spec.fields) {
     if (f.transform !== 'identity' || index.get(f['source-id'])?.field.type !== 'string') continue;
     if (written.dataFiles.some((d) => d.partition[f.name] === '')) {
-      await ctx.io.deleteQuietly(written.files);
+      await discardUncommitted(ctx.io, written.files);
       throw invalidInput(
         `partition ${f.name}: a row has an empty string in identity partition column ${index.get(f['source-id'])!.path.join('.')}; Delta reads it back as null, so it cannot be written to a table that keeps Delta`,
       );

@@ -32,7 +32,7 @@ describe('options', () => {
   it('a single-value option given twice is a usage error, for every option of every command', async () => {
     const options = valueOptions();
     expect(options.filter((o) => !o.repeatable).length).toBeGreaterThan(25);
-    expect(options.filter((o) => o.repeatable).map((o) => `${o.prefix[0]} ${o.flag}`)).toEqual(['write --property', 'create --property', 'alter --property', 'alter --unset']);
+    expect(options.filter((o) => o.repeatable).map((o) => `${o.prefix[0]} ${o.flag}`)).toEqual(['write --input', 'write --property', 'create --property', 'alter --property', 'alter --unset']);
     for (const o of options.filter((x) => !x.repeatable)) {
       const r = await parse([...o.prefix, o.flag, 'one', o.flag, 'two']);
       const where = o.prefix.length ? `${o.prefix[0]}: ` : '';

@@ -52,6 +52,20 @@ describe('bad input', () => {
     expectUnchanged(() => cli(['--warehouse', wh, 'write', 'sales.orders', '--input', f]), /line 3/);
   });
 
+  it('a CSV row wider than the header early in a small file names the line', () => {
+    // DuckDB's sniffer would take the wider row for the header and read no rows (or only those below it).
+    const early = join(tmp.path, 'wide-early.csv');
+    writeFileSync(early, 'id,name,amount\n3,c,1.5,extra\n');
+    expectUnchanged(() => cli(['--warehouse', wh, 'write', 'sales.orders', '--input', early]), /wide-early\.csv: line 2: expected 3 columns \(id,name,amount\), found 4/);
+    const middle = join(tmp.path, 'wide-middle.csv');
+    writeFileSync(middle, 'id,name,amount\n3,c,1.5\n4,d,2.5,x\n5,e,3.5,y\n');
+    expectUnchanged(() => cli(['--warehouse', wh, 'write', 'sales.orders', '--input', middle]), /wide-middle\.csv: line 3: expected 3 columns \(id,name,amount\), found 4/);
+    const fresh = cli(['--warehouse', wh, 'write', 'sales.wide', '--input', middle]);
+    expect(fresh.code).not.toBe(0);
+    expect(fresh.stderr).toMatch(/line 3: expected 3 columns/);
+    expect(cli(['--warehouse', wh, 'tables']).stdout).not.toMatch(/sales\.wide/);
+  });
+
   it('a value that does not fit the column type names column, row and value', () => {
     const f = join(tmp.path, 'badtype.ndjson');
     const rows = Array.from({ length: 50 }, (_, i) => ({ id: i + 10, name: `n${i}`, amount: 1 }));

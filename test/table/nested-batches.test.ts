@@ -263,7 +263,7 @@ describe('a later batch is read against the table schema', () => {
     // Mixed values leave the sample's type open: the table's type reads them, and the one that
     // does not fit is named by column and line.
     const err3 = await errorOf(t.append([{ id: 4, customer: { name: 'x' } }, { id: 5, items: [{ sku: 'a' }, 'oops'] }, { id: 6, items: 'text' }]));
-    expect(err3.message).toMatch(/column "items\.element" at line 2: expected struct<sku: string, qty: long, price: double>, found "oops"/);
+    expect(err3.message).toMatch(/^records: column "items\.element" at record 2: expected struct<sku: string, qty: long, price: double>, found "oops"/);
     const d = await t.describe();
     expect(d.currentSnapshotId).toBe(r.snapshotId);
     expect(d.deltaVersion).toBe(r.deltaVersion);

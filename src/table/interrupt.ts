@@ -1,0 +1,96 @@
+import { rm } from 'node:fs/promises';
+import { TwinlakeError } from '../core/errors.ts';
+import type { FileIO } from '../io/file-io.ts';
+
+/**
+ * What the writes in flight in this process have put on disk and not committed yet, so that an
+ * interrupt (Ctrl-C, SIGTERM) can take it back before the process exits: local staging folders
+ * (spooled input, files the engine is still encoding) and data files already moved into a table
+ * but not yet named by a commit. A commit that has begun is allowed to finish: its files then
+ * belong to the table and stay; no commit begins after the interrupt.
+ */
+
+const staging = new Set<string>();
+const uncommitted = new Map<string, FileIO>();
+const commits = new Set<Promise<unknown>>();
+const stoppers = new Set<() => void>();
+let interrupted = false;
+
+/** A local folder of this process's scratch files, removed on an interrupt. */
+export function trackStaging(dir: string): () => void {
+  staging.add(dir);
+  return () => void staging.delete(dir);
+}
+
+/** Stops work in flight (an engine statement) on an interrupt, rather than letting it run to its end. */
+export function onInterrupt(stop: () => void): () => void {
+  stoppers.add(stop);
+  return () => void stoppers.delete(stop);
+}
+
+/**
+ * Called before a data file is moved into a table: it is deleted on an interrupt unless a commit
+ * names it first. Throws once the process is being interrupted, so nothing new lands in a table.
+ */
+export function trackUncommitted(io: FileIO, uri: string): void {
+  refuseIfInterrupted();
+  uncommitted.set(uri, io);
+}
+
+/** Files that need no cleanup any more: a commit named them, or they are scratch of their own. */
+export function forgetUncommitted(uris: readonly string[]): void {
+  for (const u of uris) uncommitted.delete(u);
+}
+
+/** Deletes files a failed or abandoned write moved into a table (never throws). */
+export async function discardUncommitted(io: FileIO, uris: readonly string[]): Promise<void> {
+  await io.deleteQuietly(uris);
+  forgetUncommitted(uris);
+}
+
+/**
+ * Runs a commit of `files`. An interrupt waits for it to settle. Once `committed` says the
+ * commit named them, the files belong to the table and are no longer tracked; otherwise (a lost
+ * race the caller retries, a failure) they stay tracked until the caller deletes them.
+ */
+export async function guardCommit<T>(files: readonly string[], commit: () => Promise<T>, committed: (result: T) => boolean): Promise<T> {
+  refuseIfInterrupted();
+  const running = commit();
+  commits.add(running);
+  try {
+    const result = await running;
+    if (committed(result)) forgetUncommitted(files);
+    return result;
+  } finally {
+    commits.delete(running);
+  }
+}
+
+/**
+ * Stops the writes of this process: stops engine statements in flight, waits for commits in
+ * flight, then deletes every data file no commit named and every staging folder (`removed`
+ * counts both). The caller exits afterwards; the writes themselves fail if they get that far.
+ */
+export async function interruptWrites(): Promise<{ removed: number }> {
+  interrupted = true;
+  for (const stop of stoppers) {
+    try {
+      stop();
+    } catch {
+      // Already finished.
+    }
+  }
+  await Promise.allSettled([...commits]);
+  const removed = uncommitted.size + staging.size;
+  const byIo = new Map<FileIO, string[]>();
+  for (const [uri, io] of uncommitted) byIo.set(io, [...(byIo.get(io) ?? []), uri]);
+  uncommitted.clear();
+  await Promise.all([...byIo].map(([io, uris]) => io.deleteQuietly(uris)));
+  await Promise.all([...staging].map((d) => rm(d, { recursive: true, force: true }).catch(() => undefined)));
+  staging.clear();
+  return { removed };
+}
+
+function refuseIfInterrupted(): void {
+  if (interrupted) throw new TwinlakeError('io', 'write: interrupted; nothing more is written or committed', {}, { retryable: false });
+}
