@@ -78,6 +78,24 @@ describe('verify on healthy tables', () => {
 });
 
 describe('a damaged Delta commit', () => {
+  it('emptied last commit: a write notices it by name and Delta keeps that version\'s rows (no verify involved)', async () => {
+    const t = await table('bad.emptylast', 2);
+    writeFileSync(commitFile('bad.emptylast', 2), '');
+    const w = await warned(() => t.append([{ id: 4 }]));
+    expect(w.join('\n')).toContain(`_delta_log/${pad(2)}.json`);
+    expect(ids(await t.read({ format: 'delta' }))).toEqual([0, 1, 2, 3, 4]);
+    expect(ids(await t.read({ format: 'delta', version: 2 }))).toEqual([0, 1, 2, 3]);
+  });
+
+  it('garbage last commit: sync notices it by name and rewrites it (no verify involved)', async () => {
+    const t = await table('bad.garbagelast', 2);
+    const text = readFileSync(commitFile('bad.garbagelast', 2), 'utf8');
+    writeFileSync(commitFile('bad.garbagelast', 2), '\u0000\u0001garbage');
+    const w = await warned(() => t.syncDelta());
+    expect(w.join('\n')).toContain(`_delta_log/${pad(2)}.json`);
+    expect(readFileSync(commitFile('bad.garbagelast', 2), 'utf8')).toBe(text);
+  });
+
   it('zero bytes: verify names it; the next write warns, rewrites it from its snapshot and keeps its rows', async () => {
     const t = await table('bad.empty', 3);
     writeFileSync(commitFile('bad.empty', 3), '');
