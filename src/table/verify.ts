@@ -134,7 +134,7 @@ export async function repairTableFiles(subject: VerifySubject, warn: (m: string)
   const findings: Finding[] = [];
   if (subject.metadataLocation) {
     const hint = await checkVersionHint(subject);
-    if (hint) findings.push(hint);
+    if (hint && (scope === 'all' || (await settledHint(subject)))) findings.push(hint);
   }
   let log: LogState | undefined;
   if (subject.delta) log = await inspectDeltaLog(subject, scope, findings);
@@ -191,6 +191,23 @@ async function checkVersionHint(subject: VerifySubject): Promise<Finding | undef
   }
   return { kind: held < expected ? 'version-hint-behind' : 'version-hint-ahead', ...base, found: String(held) };
 }
+
+/**
+ * Whether a wrong hint is wrong for good. A committer moves the hint right after its pointer
+ * swap, so a writer may see the pointer ahead of the hint (or, loaded earlier, behind it) for a
+ * moment: the hint is checked again against a fresh pointer, and one just behind a metadata file
+ * younger than the grace period is the committer's to move.
+ */
+async function settledHint(subject: VerifySubject): Promise<boolean> {
+  const { metadataLocation } = await subject.ctx.catalog.loadTable(subject.ctx.ident);
+  const again = await checkVersionHint({ ...subject, metadataLocation });
+  if (!again) return false;
+  if (again.kind !== 'version-hint-behind' && again.kind !== 'version-hint-missing') return true;
+  const written = (await subject.ctx.io.head(metadataLocation))?.modified ?? 0;
+  return Date.now() - written > HINT_GRACE_MS;
+}
+
+const HINT_GRACE_MS = 60_000;
 
 const LOG_DIR = '_delta_log/';
 const PARQUET_MAGIC = 'PAR1';
@@ -297,7 +314,8 @@ async function inspectDeltaLog(subject: VerifySubject, scope: 'tail' | 'all', fi
     try {
       const parsed = parseLastCheckpoint(new TextDecoder().decode(await read('_last_checkpoint')), lastFile);
       if (!parsed.checksumValid) findings.push({ kind: 'delta-last-checkpoint', file: lastFile, expected: want, found: 'a checksum that does not match' });
-      else if (!checkpointFiles.has(parsed.version)) {
+      // Listed before `_last_checkpoint` was read: a checkpoint written in between is there.
+      else if (!checkpointFiles.has(parsed.version) && !(await store.head(`${prefixOf(key)}${checkpointPath(parsed.version).slice(LOG_DIR.length)}`))) {
         findings.push({ kind: 'delta-last-checkpoint', file: lastFile, version: parsed.version, expected: want, found: `version ${parsed.version}, whose checkpoint does not exist` });
       }
     } catch (e) {
