@@ -22,6 +22,7 @@ export type { SchemaChange } from './spec/iceberg/schema.ts';
 export type { DeleteOptions, MergeOptions, MergeResult } from './table/merge.ts';
 export type { AlterOptions, AlterResult } from './table/alter.ts';
 export type { LiveFiles, LiveFile, LiveDelete } from './table/live-files.ts';
+export type { VerifyOptions, VerifyResult, Finding, FindingKind } from './table/verify.ts';
 export type { WriteInput, InputFormat, Row } from './table/input.ts';
 export { interruptWrites } from './table/interrupt.ts';
 export type { ReadPlan, ReadFormat, TimeTravel } from './table/reader.ts';

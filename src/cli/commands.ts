@@ -12,7 +12,8 @@ import { parseInputFormat, type WriteInput } from '../table/input.ts';
 import { parseFormats, type RowChangeStrategy } from '../table/table-properties.ts';
 import type { ReadOptions } from '../table/table.ts';
 import type { StructType } from '../spec/iceberg/types.ts';
-import { formatTable, printAlter, printDescription, printEngine, printFiles, printHistory, printTableSummaries, printWriteResult } from './format.ts';
+import { formatTable, printAlter, printDescription, printEngine, printFiles, printHistory, printTableSummaries, printVerify, printWriteResult } from './format.ts';
+import { code as exitCode } from './exit-codes.ts';
 import { parseRowCount, runQuickstart } from './quickstart.ts';
 import { withProgress } from './progress.ts';
 import { repeatable } from './options.ts';
@@ -244,6 +245,20 @@ export function registerCommands(program: Command): void {
         const r = await lake.table(table).syncDelta();
         out(r.written.length ? `wrote delta version(s) ${r.written.join(', ')}; delta is at version ${r.version}` : `delta is up to date at version ${r.version}`);
       });
+    });
+
+  command('verify', 'twinlake verify sales.orders --all-versions', 'twinlake verify sales.orders --repair --json')
+    .description('check that the table files are whole and that Iceberg and Delta expose the same files, deletes and rows; exit 8 on drift')
+    .argument('<table>', 'namespace.table')
+    .option('--all-versions', 'also compare every retained snapshot with the Delta version mirroring it')
+    .option('--repair', 'repair what Iceberg (or the Delta log) determines, and report what was done')
+    .option('--json', 'print as JSON')
+    .action(async (table: string, o: { allVersions?: boolean; repair?: boolean; json?: boolean }, cmd: Command) => {
+      await using(cmd, async (lake) => {
+        const r = await lake.table(table).verify({ allVersions: o.allVersions, repair: o.repair });
+        out(o.json ? stringifyJson(r, 2) : printVerify(r));
+        if (!r.ok) process.exitCode = exitCode('drift');
+      }, { readOnly: !o.repair });
     });
 
   command('history', 'twinlake history sales.orders --json')

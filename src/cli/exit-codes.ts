@@ -14,11 +14,13 @@ export const EXIT_CODES = [
   { code: 5, name: 'conflict', meaning: 'conflict: the table already exists, or a concurrent commit won (retry)' },
   { code: 6, name: 'io', meaning: 'I/O: storage failed, or a commit may or may not have happened' },
   { code: 7, name: 'unsupported', meaning: 'unsupported: a valid request Twinlake does not implement' },
+  { code: 8, name: 'drift', meaning: 'drift: verify found damaged table files or formats that disagree (and did not repair them)' },
 ] as const;
 
 type ExitName = (typeof EXIT_CODES)[number]['name'];
 
-const code = (name: ExitName): number => EXIT_CODES.find((c) => c.name === name)!.code;
+/** The code of a named outcome, for commands that end without an error (verify's drift). */
+export const code = (name: ExitName): number => EXIT_CODES.find((c) => c.name === name)!.code;
 
 const BY_KIND: Record<ErrorKind, ExitName> = {
   'invalid-input': 'invalid-input',

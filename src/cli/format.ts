@@ -7,6 +7,7 @@ import type { TableSummary } from '../table/lakehouse.ts';
 import type { LiveFiles } from '../table/live-files.ts';
 import type { MergeResult } from '../table/merge.ts';
 import type { HistoryEntry, TableDescription } from '../table/table.ts';
+import type { VerifyResult } from '../table/verify.ts';
 import type { WriteResult } from '../table/writer.ts';
 import { Props } from '../table/table-properties.ts';
 
@@ -229,4 +230,18 @@ export function printEngine(s: EngineSettings): string {
     `threads       ${s.threads}  (${origin('threads', 'every core')})`,
     `temp folder   ${s.tempDir}  (${origin('tempDir', 'the system temp folder')})`,
   ].join('\n');
+}
+
+export function printVerify(r: VerifyResult): string {
+  const checked = `${r.checked.snapshots} snapshot(s), ${r.checked.deltaVersions} delta version(s)`;
+  if (r.findings.length === 0) return `${r.table}: no drift (checked ${checked})`;
+  const repaired = r.findings.filter((f) => f.repaired !== undefined).length;
+  const lines = [`${r.table}: ${r.findings.length} finding(s)${repaired ? `, ${repaired} repaired` : ''}, ${r.remaining.length} left (checked ${checked})`];
+  for (const f of r.findings) {
+    const where = [f.file, f.version !== undefined ? `version ${f.version}` : undefined, f.snapshotId !== undefined ? `snapshot ${f.snapshotId}` : undefined].filter(Boolean).join(', ');
+    lines.push(`  ${f.kind}  ${where}`, `    expected ${f.expected}`, `    found    ${f.found}`);
+    if (f.repaired) lines.push(`    repaired ${f.repaired}`);
+    if (f.unrepairable) lines.push(`    cannot repair: ${f.unrepairable}`);
+  }
+  return lines.join('\n');
 }

@@ -53,7 +53,8 @@ export async function writeDeltaCheckpoint(ctx: Pick<TableContext, 'io' | 'sessi
     // Two writers may both checkpoint version N; the files they write describe the same state.
     await ctx.io.writeIfAbsent(uri, bytes);
     const lastUri = `${location}/_delta_log/_last_checkpoint`;
-    const current = (await ctx.io.exists(lastUri)) ? parseLastCheckpoint(await ctx.io.readText(lastUri)).version : -1;
+    // A torn or garbage `_last_checkpoint` is only a stale hint: this checkpoint replaces it.
+    const current = (await ctx.io.exists(lastUri)) ? await ctx.io.readText(lastUri).then((t) => parseLastCheckpoint(t).version, () => -1) : -1;
     if (current < version) {
       await ctx.io.write(lastUri, buildLastCheckpoint({ version, size: rows.length, sizeInBytes: bytes.length, numOfAddFiles: snapshot.files.length }));
     }

@@ -36,6 +36,11 @@ interface LogListing {
   files: Map<string, number>;
 }
 
+/** The files directly in `_delta_log/` by base name, with their modification times. */
+export async function deltaLogFiles(store: ObjectStore, tableRoot: string): Promise<Map<string, number>> {
+  return (await listLog(store, tableRoot)).files;
+}
+
 async function listLog(store: ObjectStore, tableRoot: string): Promise<LogListing> {
   const prefix = logPrefix(tableRoot);
   const files = new Map<string, number>();
@@ -64,10 +69,17 @@ async function readLastCheckpoint(store: ObjectStore, tableRoot: string): Promis
   }
 }
 
-async function readCommit(store: ObjectStore, tableRoot: string, version: number): Promise<Action[]> {
+/**
+ * The actions of commit `version`. A commit holds at least its commitInfo (every writer writes
+ * one): an empty file is a commit lost to a crash or a bad copy, and reading it as "no change"
+ * would drop that version's rows silently.
+ */
+export async function readCommit(store: ObjectStore, tableRoot: string, version: number): Promise<Action[]> {
   const rel = commitPath(version);
   const bytes = await store.get(tableKey(tableRoot, rel));
-  return parseCommit(new TextDecoder().decode(bytes), rel);
+  const text = new TextDecoder().decode(bytes);
+  if (text.trim() === '') throw dataInvalid(`delta log: ${rel} is empty (${bytes.length} bytes); expected the actions of version ${version}`, { source: rel });
+  return parseCommit(text, rel);
 }
 
 /**

@@ -249,7 +249,7 @@ export function snapshotActions(metadata: TableMetadata, snapshot: Snapshot, fil
  * protocol, metaData and every live data file of the snapshot, as Delta's CONVERT writes it.
  * Adding Delta is refused for tables with row-level deletes, so no file has a deletion vector.
  */
-async function startActions(io: FileIO, metadata: TableMetadata, snapshot: Snapshot): Promise<Action[]> {
+export async function startActions(io: FileIO, metadata: TableMetadata, snapshot: Snapshot): Promise<Action[]> {
   const ts = snapshot['timestamp-ms'];
   const schema = schemaById(metadata, snapshot['schema-id'] ?? metadata['current-schema-id']);
   const physicalNames = readPhysicalNames(metadata);

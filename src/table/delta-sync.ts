@@ -5,6 +5,7 @@ import { catchUpDelta, checkpointInterval, deltaVersionOf } from './delta-projec
 import type { TableContext } from './table-context.ts';
 import { identString } from './table-context.ts';
 import { tableFormats } from './table-properties.ts';
+import { catalogSubject, repairTableFiles } from './verify.ts';
 
 /** The Delta half of a commit: the missing versions written after Iceberg committed. */
 
@@ -53,9 +54,19 @@ export async function finishDelta(
   };
 }
 
-/** Open-for-write catches Delta up with Iceberg (DESIGN.md §1). Failures only warn. */
+/**
+ * Open-for-write repairs the files a reader relies on (version hint, the Delta commits and
+ * checkpoint it replays) and catches Delta up with Iceberg (DESIGN.md §1). Failures only warn.
+ */
 export async function repairDelta(ctx: TableContext, metadata: TableMetadata, warn: (m: string) => void): Promise<void> {
-  if (!tableFormats(metadata.properties).includes('delta')) return;
+  const delta = tableFormats(metadata.properties).includes('delta');
+  try {
+    const { metadataLocation } = await ctx.catalog.loadTable(ctx.ident);
+    await repairTableFiles(catalogSubject(ctx, { metadata, metadataLocation }), warn, 'tail');
+  } catch (e) {
+    warn(`${errorMessage(e)}; the write goes on from the iceberg metadata`);
+  }
+  if (!delta) return;
   try {
     const { written } = await catchUpDelta(ctx.io, metadata);
     await checkpointIfDue(ctx, metadata, written, warn);
@@ -73,6 +84,10 @@ export async function syncDelta(ctx: TableContext, metadata: TableMetadata, warn
   if (!tableFormats(metadata.properties).includes('delta')) {
     throw invalidInput(`table ${identString(ctx.ident)} keeps only the Iceberg format; there is no Delta log to sync`);
   }
+  // Sync is the explicit repair: every commit and checkpoint is checked, and what cannot be
+  // derived from Iceberg stops it.
+  const { metadataLocation } = await ctx.catalog.loadTable(ctx.ident);
+  await repairTableFiles(catalogSubject(ctx, { metadata, metadataLocation }), warn, 'all');
   const result = await catchUpDelta(ctx.io, metadata);
   await checkpointIfDue(ctx, metadata, result.written, warn);
   return result;

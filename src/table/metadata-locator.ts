@@ -37,3 +37,18 @@ export function versionOf(name: string): number | undefined {
   const m = /^v(\d+)\.metadata\.json/.exec(name) ?? /^(\d+)-.*\.metadata\.json/.exec(name);
   return m ? Number(m[1]) : undefined;
 }
+
+/** `version-hint.text` sits next to the metadata files it names. */
+export function versionHintUri(metadataLocation: string): string {
+  return metadataLocation.slice(0, metadataLocation.lastIndexOf('/')) + '/version-hint.text';
+}
+
+/**
+ * What `version-hint.text` should say for the current metadata file: the N of our own
+ * `vN.metadata.json`, the form path readers (and Java's HadoopTables) resolve. Undefined for
+ * other names, whose catalogs keep no hint.
+ */
+export function expectedVersionHint(metadataLocation: string): number | undefined {
+  const m = /\/v(\d+)\.metadata\.json$/.exec(metadataLocation);
+  return m ? Number(m[1]) : undefined;
+}

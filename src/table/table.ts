@@ -9,6 +9,7 @@ import { parseStats } from '../spec/delta/stats.ts';
 import { deltaHistory, deltaScanTask, readDeltaSnapshot } from './delta-log.ts';
 import { writeDeltaOnly } from './delta-writer.ts';
 import { syncDelta } from './delta-sync.ts';
+import { catalogSubject, verifyTable, type VerifyOptions, type VerifyResult } from './verify.ts';
 import { deleteRows, mergeTable, type DeleteOptions, type MergeOptions, type MergeResult } from './merge.ts';
 import type { Schema, StructType, TableMetadata } from '../spec/iceberg/types.ts';
 import { ancestors, currentSchema, currentSnapshot, specById } from '../spec/iceberg/table-metadata.ts';
@@ -177,6 +178,20 @@ export class Table {
    */
   async syncDelta(): Promise<{ version: number; written: number[] }> {
     return syncDelta(this.ctx, await this.metadata(), this.ctx.warn);
+  }
+
+  /**
+   * Checks that the table's files are whole (Delta commits and checkpoints parse, checkpoints
+   * match the log, the version hint is current) and that both formats expose the same live files,
+   * deletion vectors and rows, now (and at every retained snapshot with `allVersions`). `repair`
+   * fixes what Iceberg determines and reports what it did.
+   */
+  async verify(opts: VerifyOptions = {}): Promise<VerifyResult> {
+    const deltaLocation = this.deltaOnlyLocation();
+    const subject = deltaLocation
+      ? { ctx: this.ctx, location: deltaLocation, delta: true }
+      : catalogSubject(this.ctx, await this.ctx.catalog.loadTable(this.ctx.ident));
+    return verifyTable(subject, opts);
   }
 
   /** Creates the table without data (schema in Iceberg JSON form); Delta version 0 records it. */
