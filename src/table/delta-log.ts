@@ -203,6 +203,41 @@ export async function latestDeltaVersion(store: ObjectStore, tableRoot: string):
   return latest;
 }
 
+/**
+ * The newest commit of a Delta log and the Iceberg snapshot it mirrors (its
+ * `commitInfo.icebergSnapshotId`, DESIGN.md §1): what catch-up compares with the current Iceberg
+ * snapshot. `empty` marks a zero-byte commit file (a commit emptied by a crash or a bad copy):
+ * Delta readers take it for a commit without actions, so it mirrors nothing.
+ */
+export interface DeltaHead {
+  version: number;
+  /** Undefined for the creation version, a commit of another writer, or an empty commit. */
+  icebergSnapshotId?: bigint;
+  icebergSequenceNumber?: number;
+  timestampMs?: number;
+  empty: boolean;
+}
+
+/** The newest commit of the log (see DeltaHead), or undefined when there is no Delta commit. */
+export async function readDeltaHead(store: ObjectStore, tableRoot: string): Promise<DeltaHead | undefined> {
+  const { files } = await listLog(store, tableRoot);
+  let version: number | undefined;
+  for (const name of files.keys()) {
+    const f = parseLogFileName(name);
+    if (f?.kind === 'commit' && (version === undefined || f.version > version)) version = f.version;
+  }
+  if (version === undefined) return undefined;
+  const bytes = await store.get(tableKey(tableRoot, commitPath(version)));
+  if (bytes.length === 0) return { version, empty: true };
+  const info = findCommitInfo(parseCommit(new TextDecoder().decode(bytes), commitPath(version)));
+  const head: DeltaHead = { version, empty: false };
+  if (info?.icebergSnapshotId !== undefined) head.icebergSnapshotId = BigInt(info.icebergSnapshotId as bigint);
+  if (info?.icebergSequenceNumber !== undefined) head.icebergSequenceNumber = Number(info.icebergSequenceNumber);
+  const ts = info?.inCommitTimestamp ?? info?.timestamp;
+  if (ts !== undefined) head.timestampMs = ts;
+  return head;
+}
+
 /** Writes version `version` create-only; false when another writer already took it. */
 export async function writeDeltaCommit(store: ObjectStore, tableRoot: string, version: number, actions: Action[]): Promise<boolean> {
   return store.putIfAbsent(tableKey(tableRoot, commitPath(version)), serializeCommit(actions));
