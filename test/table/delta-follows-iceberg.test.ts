@@ -14,6 +14,7 @@ import type { TableUpdate } from '../../src/spec/iceberg/updates.ts';
 import { liveFiles } from '../../src/table/iceberg-scan.ts';
 import type { LiveFiles } from '../../src/table/live-files.ts';
 import { SnapshotProducer } from '../../src/table/snapshot-producer.ts';
+import { cli } from '../helpers.ts';
 import { lakehouseFixture } from '../lakehouse-fixture.ts';
 
 /** The ids DuckDB reads from exactly the listed live files (none of these tables has row deletes). */
@@ -229,5 +230,28 @@ describe('Delta follows whoever changed the Iceberg table', () => {
     } finally {
       await lake.close();
     }
+  });
+
+  it('twinlake sync writes the version a rollback needs, then says it is up to date', async () => {
+    const name = 'follow.cli';
+    const t = fx.lake.table(name);
+    const first = await t.append(range(0, 2500).map((id) => ({ id })));
+    const second = await t.append(range(2500, 5000).map((id) => ({ id })));
+    await commitRaw(fx.lake, name, [setMain(first.snapshotId!)]);
+    const synced = cli(['--warehouse', fx.warehouse, 'sync', name]);
+    expect(synced.stderr).toBe('');
+    expect(synced.code).toBe(0);
+    const version = second.deltaVersion! + 1;
+    expect(synced.stdout).toContain(`wrote delta version(s) ${version}; delta is at version ${version}`);
+    await expectBothEqual(t, range(0, 2500));
+    const again = cli(['--warehouse', fx.warehouse, 'sync', name]);
+    expect(again.stdout).toContain(`delta is up to date at version ${version}`);
+
+    writeFileSync(join(dirOf(name), commitPath(version)), '');
+    const repaired = cli(['--warehouse', fx.warehouse, 'sync', name]);
+    expect(repaired.code).toBe(0);
+    expect(repaired.stderr).toContain(commitPath(version));
+    expect(repaired.stdout).toContain(`wrote delta version(s) ${version + 1}`);
+    await expectBothEqual(t, range(0, 2500));
   });
 });
