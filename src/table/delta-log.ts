@@ -238,6 +238,43 @@ export async function readDeltaHead(store: ObjectStore, tableRoot: string): Prom
   return head;
 }
 
+/** The Iceberg snapshot Delta version `version` mirrors (its `commitInfo.icebergSnapshotId`), if any. */
+export async function icebergSnapshotOf(store: ObjectStore, tableRoot: string, version: number): Promise<bigint | undefined> {
+  let actions: Action[];
+  try {
+    actions = await readCommit(store, tableRoot, version);
+  } catch (e) {
+    if (isTwinlakeError(e, 'not-found')) return undefined;
+    throw e;
+  }
+  const id = findCommitInfo(actions)?.icebergSnapshotId;
+  return id === undefined ? undefined : BigInt(id as bigint);
+}
+
+/**
+ * A Delta version that mirrors Iceberg snapshot `snapshotId`, read from the log's commitInfo
+ * (DESIGN.md §1), never assumed: `hint` (the snapshot's own `delta-version`) is checked first,
+ * then the commits still in the log, newest first. After a rollback two versions mirror the same
+ * snapshot, with the same live files: either answers.
+ */
+export async function deltaVersionOfSnapshot(store: ObjectStore, tableRoot: string, snapshotId: bigint, hint?: number): Promise<number | undefined> {
+  if (hint !== undefined && (await icebergSnapshotOf(store, tableRoot, hint)) === snapshotId) return hint;
+  const { files } = await listLog(store, tableRoot);
+  const versions = [...files.keys()]
+    .map((name) => parseLogFileName(name))
+    .filter((f): f is NonNullable<typeof f> => f?.kind === 'commit')
+    .map((f) => f.version)
+    .sort((a, b) => b - a);
+  for (const v of versions) {
+    if (v === hint) continue;
+    const bytes = await store.get(tableKey(tableRoot, commitPath(v)));
+    if (bytes.length === 0) continue;
+    const id = findCommitInfo(parseCommit(new TextDecoder().decode(bytes), commitPath(v)))?.icebergSnapshotId;
+    if (id !== undefined && BigInt(id as bigint) === snapshotId) return v;
+  }
+  return undefined;
+}
+
 /** Writes version `version` create-only; false when another writer already took it. */
 export async function writeDeltaCommit(store: ObjectStore, tableRoot: string, version: number, actions: Action[]): Promise<boolean> {
   return store.putIfAbsent(tableKey(tableRoot, commitPath(version)), serializeCommit(actions));

@@ -370,8 +370,9 @@ export function planCatchUp(metadata: TableMetadata, head: DeltaHead | undefined
     // Unknown here: expired (then the target moved on without it), or newer than this metadata.
     if (head!.icebergSequenceNumber !== undefined && head!.icebergSequenceNumber > metadata['last-sequence-number']) return { kind: 'behind' };
   }
-  // From creation: a log holding only the table's creation, or no log at all.
-  const fromCreation = !head || (!head.empty && mirrored === undefined);
+  // From creation: a log holding only the table's creation (version 0 mirrors no snapshot), or no
+  // log at all. A later version that mirrors nothing (another Delta writer's) is jumped over.
+  const fromCreation = !head || (head.version === 0 && !head.empty && mirrored === undefined);
   const chain: Snapshot[] = [];
   for (let s: Snapshot | undefined = target; s; ) {
     if (mirrored !== undefined && s['snapshot-id'] === mirrored) return { kind: 'replay', snapshots: chain.reverse(), creation: false };

@@ -113,8 +113,11 @@ describe('Delta follows whoever changed the Iceberg table', () => {
     expect(mirroredBy(dirOf('follow.rollback'), synced.version)).toBe(first.snapshotId);
     await expectBothEqual(t, range(0, 2500));
     expect((await t.syncDelta()).written).toEqual([]);
-    // Time travel still sees the rolled-back rows at the versions that had them.
+    // Time travel still sees the rolled-back rows at the versions that had them, and maps the
+    // version the sync wrote to the snapshot it mirrors (no snapshot's delta-version names it).
     expect(await t.read({ format: 'delta', version: second.deltaVersion })).toHaveLength(5000);
+    expect(await t.read({ version: synced.version })).toHaveLength(2500);
+    expect((await t.files({ version: synced.version })).snapshotId).toBe(first.snapshotId);
 
     // The next write builds on the rolled-back state in both formats; its snapshot names the
     // Delta version that really mirrors it.
@@ -146,6 +149,10 @@ describe('Delta follows whoever changed the Iceberg table', () => {
     expect(synced).toEqual({ version: ours.deltaVersion! + 1, written: [ours.deltaVersion! + 1] });
     expect(mirroredBy(dirOf(name), synced.version)).toBe(foreign['snapshot-id']);
     await expectBothEqual(t, [1, 2, 3]);
+    // Time travel between the formats follows the log's mapping, not the snapshot summary.
+    expect(ids(await t.read({ format: 'delta', snapshotId: foreign['snapshot-id'] }))).toEqual([1, 2, 3]);
+    expect((await t.files({ format: 'delta', snapshotId: foreign['snapshot-id'] })).deltaVersion).toBe(synced.version);
+    expect(ids(await t.read({ version: synced.version }))).toEqual([1, 2, 3]);
 
     // A foreign snapshot followed by our write: the write catches Delta up first, then mirrors itself.
     await foreignSnapshot(fx.lake, fx.warehouse, name, [{ id: 4 }]);
