@@ -218,13 +218,29 @@ export interface DeltaHead {
   empty: boolean;
 }
 
-/** The newest commit of the log (see DeltaHead), or undefined when there is no Delta commit. */
-export async function readDeltaHead(store: ObjectStore, tableRoot: string): Promise<DeltaHead | undefined> {
-  const { files } = await listLog(store, tableRoot);
+/**
+ * The newest commit of the log (see DeltaHead), or undefined when there is no Delta commit.
+ * `near` is where the caller expects it (the Delta version a snapshot's summary names): the
+ * commits there and just after are probed, so a write need not list a long log; a log elsewhere
+ * is listed.
+ */
+export async function readDeltaHead(store: ObjectStore, tableRoot: string, near?: number): Promise<DeltaHead | undefined> {
+  const exists = async (v: number) => v >= 0 && (await store.head(tableKey(tableRoot, commitPath(v)))) !== undefined;
   let version: number | undefined;
-  for (const name of files.keys()) {
-    const f = parseLogFileName(name);
-    if (f?.kind === 'commit' && (version === undefined || f.version > version)) version = f.version;
+  if (near !== undefined) {
+    // Versions are contiguous: the newest is the last that exists, the one before the first that does not.
+    if (await exists(near)) {
+      let v = near;
+      while (v < near + 8 && (await exists(v + 1))) v++;
+      if (v < near + 8) version = v;
+    } else if (await exists(near - 1)) version = near - 1;
+  }
+  if (version === undefined) {
+    const { files } = await listLog(store, tableRoot);
+    for (const name of files.keys()) {
+      const f = parseLogFileName(name);
+      if (f?.kind === 'commit' && (version === undefined || f.version > version)) version = f.version;
+    }
   }
   if (version === undefined) return undefined;
   const bytes = await store.get(tableKey(tableRoot, commitPath(version)));

@@ -403,7 +403,7 @@ export async function nextDeltaVersionAfter(io: FileIO, metadata: TableMetadata,
   const own = deltaVersionOf(parent);
   if (own !== undefined && !(await io.exists(`${metadata.location}/${commitPath(own + 1)}`))) return own + 1;
   const { store, key } = io.storeAt(metadata.location);
-  const head = await readDeltaHead(store, key);
+  const head = await readDeltaHead(store, key, own);
   if (!head) return nextDeltaVersion(parent);
   const plan = planCatchUp(metadata, head, parent);
   const pending = plan.kind === 'replay' ? plan.snapshots.length : plan.kind === 'jump' ? 1 : 0;
@@ -443,7 +443,7 @@ export async function catchUpDelta(
   };
 
   for (let attempt = 0; attempt < 5; attempt++) {
-    const head = await readDeltaHead(store, key);
+    const head = await readDeltaHead(store, key, target && deltaVersionOf(target));
     if (head?.empty && !warned.has(head.version)) {
       warned.add(head.version);
       opts.warn?.(
