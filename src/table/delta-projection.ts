@@ -21,7 +21,10 @@ import { ENGINE_INFO } from './version.ts';
 /**
  * The Delta log as a deterministic projection of the Iceberg snapshot lineage (DESIGN.md §1).
  * Delta version 0 mirrors the table's creation; every later version mirrors one Iceberg snapshot,
- * whose summary names it (`delta-version`) and which it names back (`icebergSnapshotId`).
+ * which it names (`commitInfo.icebergSnapshotId`): that is the mapping. A snapshot Twinlake
+ * commits also names the version expected to mirror it (`delta-version` in its summary); a
+ * snapshot of another engine names none, and a version written to follow a rollback mirrors an
+ * older snapshot again, so only the log says which version mirrors which snapshot.
  */
 
 export const DELTA_VERSION_KEY = 'delta-version';
