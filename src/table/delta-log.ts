@@ -268,12 +268,14 @@ export async function icebergSnapshotOf(store: ObjectStore, tableRoot: string, v
 }
 
 /**
- * A Delta version that mirrors Iceberg snapshot `snapshotId`, read from the log's commitInfo
- * (DESIGN.md §1), never assumed: `hint` (the snapshot's own `delta-version`) is checked first,
- * then the commits still in the log, newest first. After a rollback two versions mirror the same
- * snapshot, with the same live files: either answers.
+ * The newest Delta version that mirrors Iceberg snapshot `snapshotId`, read from the log's
+ * commitInfo (DESIGN.md §1), never assumed: the newest commit first (the current snapshot's, as a
+ * rule), then `hint` (the snapshot's own `delta-version`), then the commits still in the log,
+ * newest first. After a rollback two versions mirror the same snapshot, with the same live files.
  */
 export async function deltaVersionOfSnapshot(store: ObjectStore, tableRoot: string, snapshotId: bigint, hint?: number): Promise<number | undefined> {
+  const head = await readDeltaHead(store, tableRoot, hint);
+  if (head?.icebergSnapshotId === snapshotId) return head.version;
   if (hint !== undefined && (await icebergSnapshotOf(store, tableRoot, hint)) === snapshotId) return hint;
   const { files } = await listLog(store, tableRoot);
   const versions = [...files.keys()]

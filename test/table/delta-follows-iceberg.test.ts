@@ -118,6 +118,7 @@ describe('Delta follows whoever changed the Iceberg table', () => {
     expect(await t.read({ format: 'delta', version: second.deltaVersion })).toHaveLength(5000);
     expect(await t.read({ version: synced.version })).toHaveLength(2500);
     expect((await t.files({ version: synced.version })).snapshotId).toBe(first.snapshotId);
+    expect((await t.describe()).deltaVersion).toBe(synced.version);
 
     // The next write builds on the rolled-back state in both formats; its snapshot names the
     // Delta version that really mirrors it.
@@ -153,6 +154,7 @@ describe('Delta follows whoever changed the Iceberg table', () => {
     expect(ids(await t.read({ format: 'delta', snapshotId: foreign['snapshot-id'] }))).toEqual([1, 2, 3]);
     expect((await t.files({ format: 'delta', snapshotId: foreign['snapshot-id'] })).deltaVersion).toBe(synced.version);
     expect(ids(await t.read({ version: synced.version }))).toEqual([1, 2, 3]);
+    expect((await t.describe()).deltaVersion).toBe(synced.version);
 
     // A foreign snapshot followed by our write: the write catches Delta up first, then mirrors itself.
     await foreignSnapshot(fx.lake, fx.warehouse, name, [{ id: 4 }]);
