@@ -67,6 +67,8 @@ function deltaOperation(snapshot: Snapshot, partitionBy: string): { operation: s
   if (op === 'merge') return { operation: 'MERGE', operationParameters: params, blind: false };
   if (op === 'delete') return { operation: 'DELETE', operationParameters: params, blind: false };
   if (op === 'alter') return { operation: params.properties !== undefined ? 'SET TBLPROPERTIES' : 'UNSET TBLPROPERTIES', operationParameters: params, blind: false };
+  // A compaction (another engine's rewrite): the same rows in other files, Delta's OPTIMIZE.
+  if (snapshot.summary.operation === 'replace') return { operation: 'OPTIMIZE', operationParameters: {}, blind: false };
   // Snapshots written before the operation was recorded: Iceberg's operation is all there is.
   if (snapshot.summary.operation === 'delete') return { operation: 'DELETE', operationParameters: {}, blind: false };
   const overwrite = snapshot.summary.operation === 'overwrite';
@@ -218,12 +220,14 @@ export function snapshotActions(metadata: TableMetadata, snapshot: Snapshot, fil
     }
     return out;
   };
+  // Iceberg's `replace` changes files, not rows (DESIGN.md §10: compaction is dataChange false).
+  const dataChange = snapshot.summary.operation !== 'replace';
   const oldDvs = dvOf(files.removedDeletes);
   const newDvs = dvOf(files.addedDeletes);
   const remove = (f: DataFile, dv: DeletionVectorDescriptor | undefined): RemoveFile => ({
     path: deltaPath(metadata.location, f['file-path']),
     deletionTimestamp: ts,
-    dataChange: true,
+    dataChange,
     extendedFileMetadata: true,
     partitionValues: partitionValues(f),
     size: f['file-size-in-bytes'],
@@ -234,7 +238,7 @@ export function snapshotActions(metadata: TableMetadata, snapshot: Snapshot, fil
     partitionValues: partitionValues(f),
     size: f['file-size-in-bytes'],
     modificationTime: ts,
-    dataChange: true,
+    dataChange,
     // A file's stats describe all its rows; once some are deleted they bound the rest only
     // loosely (PROTOCOL.md §Per-file Statistics: tightBounds).
     stats: deltaStats(f, schema, physicalNames, dv ? { tightBounds: false } : {}),

@@ -74,7 +74,13 @@ let scratch = 0;
  * a summary without Twinlake's keys (no `delta-version`). Added to the table, and made the main
  * branch unless `staged` (a write-audit-publish snapshot waiting for a cherry-pick).
  */
-async function foreignSnapshot(lake: Lakehouse, warehouse: string, name: string, rows: { id: number }[], opts: { staged?: boolean } = {}): Promise<Snapshot> {
+async function foreignSnapshot(
+  lake: Lakehouse,
+  warehouse: string,
+  name: string,
+  rows: { id: number }[],
+  opts: { staged?: boolean; compaction?: boolean } = {},
+): Promise<Snapshot> {
   // The rows become a Parquet file through a scratch table; the file is then copied into the table.
   const source = lake.table(`${name.split('.')[0]}.scratch${scratch++}`);
   await source.append(rows);
@@ -84,9 +90,11 @@ async function foreignSnapshot(lake: Lakehouse, warehouse: string, name: string,
   copyFileSync(localPath(file!['file-path']), dest);
 
   const { metadata } = await lake.catalog.loadTable(identOf(name));
-  const producer = new SnapshotProducer(lake.io, newSnapshotId(), { operation: 'append', added: [{ ...file!, 'file-path': fileUri(dest) }], replaceAll: false });
+  const added = [{ ...file!, 'file-path': fileUri(dest) }];
+  const producer = new SnapshotProducer(lake.io, newSnapshotId(), { operation: opts.compaction ? 'overwrite' : 'append', added, replaceAll: !!opts.compaction });
   const produced = await producer.produce(metadata, metadata['last-updated-ms'] + 1, { schema: currentSchema(metadata), summaryExtra: { 'engine-name': 'spark' } });
-  const snapshot = produced.snapshot;
+  // A compaction rewrites every live file into one with the same rows: Iceberg's `replace`.
+  const snapshot: Snapshot = opts.compaction ? { ...produced.snapshot, summary: { ...produced.snapshot.summary, operation: 'replace' as const } } : produced.snapshot;
   await commitRaw(lake, name, [
     { action: 'add-snapshot', snapshot },
     ...(opts.staged ? [] : [{ action: 'set-snapshot-ref' as const, 'ref-name': 'main', type: 'branch' as const, 'snapshot-id': snapshot['snapshot-id'] }]),
@@ -203,6 +211,25 @@ describe('Delta follows whoever changed the Iceberg table', () => {
     const synced = await t.syncDelta();
     expect(synced.written).toEqual([second.deltaVersion! + 1]);
     await expectBothEqual(t, [1]);
+  });
+
+  it('a compaction by another engine is Delta OPTIMIZE: files replaced, no data change', async () => {
+    const name = 'follow.compacted';
+    const t = fx.lake.table(name);
+    await t.append([{ id: 1 }]);
+    const before = await t.append([{ id: 2 }]);
+    const compaction = await foreignSnapshot(fx.lake, fx.warehouse, name, [{ id: 1 }, { id: 2 }], { compaction: true });
+    const synced = await t.syncDelta();
+    expect(synced.written).toEqual([before.deltaVersion! + 1]);
+    const actions = parseCommit(readFileSync(join(dirOf(name), commitPath(synced.version)), 'utf8'), 'compaction');
+    const info = findCommitInfo(actions)!;
+    expect(info.operation).toBe('OPTIMIZE');
+    expect(info.icebergSnapshotId).toBe(compaction['snapshot-id']);
+    const files = actions.flatMap((a): { dataChange: boolean }[] => ('add' in a ? [a.add] : 'remove' in a ? [a.remove] : []));
+    expect(files).toHaveLength(3);
+    expect(files.every((f) => f.dataChange === false)).toBe(true);
+    await expectBothEqual(t, [1, 2]);
+    expect((await t.files({ format: 'delta' })).files).toHaveLength(1);
   });
 
   it('a cherry-picked staged snapshot is mirrored like any other', async () => {
