@@ -69,10 +69,11 @@ describe('no uncommitted metadata is visible to a reader by path', () => {
       const dir = join(tmp.path, 'crash', 'beyond');
       const before = await lake.readPath(dir);
       expect(before).toHaveLength(2);
-      // A leftover beyond the hint, as a lost compare-and-swap or a crash before the swap leaves it.
+      // A leftover beyond the hint, as a lost compare-and-swap or a crash before the swap leaves
+      // it; it shows other rows (those of the table's first version) than the committed metadata.
       const { copyFileSync, writeFileSync, readFileSync } = await import('node:fs');
       const hint = readFileSync(join(dir, 'metadata', 'version-hint.text'), 'utf8').trim();
-      copyFileSync(join(dir, 'metadata', `v${hint}.metadata.json`), join(dir, 'metadata', `v${Number(hint) + 5}.metadata.json`));
+      copyFileSync(join(dir, 'metadata', `v${Number(hint) - 1}.metadata.json`), join(dir, 'metadata', `v${Number(hint) + 5}.metadata.json`));
       expect(await lake.readPath(dir)).toHaveLength(2);
       // A hint naming a missing file falls back to the newest committed one, never beyond it.
       writeFileSync(join(dir, 'metadata', 'version-hint.text'), String(Number(hint) + 1));
