@@ -238,7 +238,7 @@ export function registerCommands(program: Command): void {
     });
 
   command('sync', 'twinlake sync sales.orders')
-    .description('write the Delta versions missing after a failed Delta commit (writes do this too)')
+    .description('make the newest Delta version mirror the current Iceberg snapshot: after a failed Delta commit, a rollback or another engine\'s commit (writes do this too)')
     .argument('<table>', 'namespace.table')
     .action(async (table: string, _o: unknown, cmd: Command) => {
       await using(cmd, async (lake) => {

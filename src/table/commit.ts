@@ -4,7 +4,7 @@ import { ensureNamespace, type LoadTableResult } from '../catalog/catalog.ts';
 import { currentSchema, currentSnapshot } from '../spec/iceberg/table-metadata.ts';
 import type { TableMetadata } from '../spec/iceberg/types.ts';
 import { applyUpdates } from '../spec/iceberg/updates.ts';
-import { DELTA_DV_KEY, DELTA_START_KEY, DELTA_VERSION_KEY, deletionVectorsOn, nextDeltaVersion } from './delta-projection.ts';
+import { DELTA_DV_KEY, DELTA_START_KEY, DELTA_VERSION_KEY, deletionVectorsOn, nextDeltaVersionAfter } from './delta-projection.ts';
 import { rebasePlan, type SchemaPlan } from './schema-plan.ts';
 import { SnapshotProducer, type SnapshotChange } from './snapshot-producer.ts';
 import type { TableContext } from './table-context.ts';
@@ -65,7 +65,7 @@ export async function commitChange(
       try {
         produced = await producer.produce(metadataForSnapshot, nowMs, {
           schema: currentSchema(metadataForSnapshot),
-          summaryExtra: summaryExtra(metadataForSnapshot, parent, change),
+          summaryExtra: await summaryExtra(ctx, metadataForSnapshot, base.metadata, parent, change),
         });
       } catch (e) {
         // A file this change rewrites was removed by a concurrent commit: prepare it again.
@@ -89,11 +89,18 @@ export async function commitChange(
   }
 }
 
-function summaryExtra(metadata: TableMetadata, parent: ReturnType<typeof currentSnapshot>, change: SnapshotChange): Record<string, string> {
+async function summaryExtra(
+  ctx: TableContext,
+  metadata: TableMetadata,
+  base: TableMetadata | undefined,
+  parent: ReturnType<typeof currentSnapshot>,
+  change: SnapshotChange,
+): Promise<Record<string, string>> {
   const extra: Record<string, string> = { 'engine-name': 'twinlake', 'engine-version': TWINLAKE_VERSION };
   if (tableFormats(metadata.properties).includes('delta')) {
     // The snapshot that adds Delta to an Iceberg table starts the Delta log (see DELTA_START_KEY).
-    extra[DELTA_VERSION_KEY] = change.summary?.[DELTA_START_KEY] === 'true' ? '0' : String(nextDeltaVersion(parent));
+    const start = change.summary?.[DELTA_START_KEY] === 'true';
+    extra[DELTA_VERSION_KEY] = start ? '0' : String(base ? await nextDeltaVersionAfter(ctx.io, base, parent) : 1);
     if (deletionVectorsOn(parent) || (change.addedDeletes?.length ?? 0) > 0) extra[DELTA_DV_KEY] = 'true';
   }
   return extra;
@@ -102,7 +109,7 @@ function summaryExtra(metadata: TableMetadata, parent: ReturnType<typeof current
 async function createWithSnapshot(ctx: TableContext, plan: SchemaPlan, producer: SnapshotProducer): Promise<CommitOutcome | undefined> {
   const base = plan.newTable!;
   const nowMs = Math.max(ctx.clock.nowMs(), base['last-updated-ms'] + 1);
-  const produced = await producer.produce(base, nowMs, { schema: plan.schema, summaryExtra: summaryExtra(base, undefined, producer.change) });
+  const produced = await producer.produce(base, nowMs, { schema: plan.schema, summaryExtra: await summaryExtra(ctx, base, undefined, undefined, producer.change) });
   const metadata = applyUpdates(
     base,
     [

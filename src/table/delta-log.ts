@@ -215,6 +215,96 @@ export async function latestDeltaVersion(store: ObjectStore, tableRoot: string):
   return latest;
 }
 
+/**
+ * The newest commit of a Delta log and the Iceberg snapshot it mirrors (its
+ * `commitInfo.icebergSnapshotId`, DESIGN.md §1): what catch-up compares with the current Iceberg
+ * snapshot. `empty` marks a zero-byte commit file (a commit emptied by a crash or a bad copy):
+ * Delta readers take it for a commit without actions, so it mirrors nothing.
+ */
+export interface DeltaHead {
+  version: number;
+  /** Undefined for the creation version, a commit of another writer, or an empty commit. */
+  icebergSnapshotId?: bigint;
+  icebergSequenceNumber?: number;
+  timestampMs?: number;
+  empty: boolean;
+}
+
+/**
+ * The newest commit of the log (see DeltaHead), or undefined when there is no Delta commit.
+ * `near` is where the caller expects it (the Delta version a snapshot's summary names): the
+ * commits there and just after are probed, so a write need not list a long log; a log elsewhere
+ * is listed.
+ */
+export async function readDeltaHead(store: ObjectStore, tableRoot: string, near?: number): Promise<DeltaHead | undefined> {
+  const exists = async (v: number) => v >= 0 && (await store.head(tableKey(tableRoot, commitPath(v)))) !== undefined;
+  let version: number | undefined;
+  if (near !== undefined) {
+    // Versions are contiguous: the newest is the last that exists, the one before the first that does not.
+    if (await exists(near)) {
+      let v = near;
+      while (v < near + 8 && (await exists(v + 1))) v++;
+      if (v < near + 8) version = v;
+    } else if (await exists(near - 1)) version = near - 1;
+  }
+  if (version === undefined) {
+    const { files } = await listLog(store, tableRoot);
+    for (const name of files.keys()) {
+      const f = parseLogFileName(name);
+      if (f?.kind === 'commit' && (version === undefined || f.version > version)) version = f.version;
+    }
+  }
+  if (version === undefined) return undefined;
+  const bytes = await store.get(tableKey(tableRoot, commitPath(version)));
+  if (bytes.length === 0) return { version, empty: true };
+  const info = findCommitInfo(parseCommit(new TextDecoder().decode(bytes), commitPath(version)));
+  const head: DeltaHead = { version, empty: false };
+  if (info?.icebergSnapshotId !== undefined) head.icebergSnapshotId = BigInt(info.icebergSnapshotId as bigint);
+  if (info?.icebergSequenceNumber !== undefined) head.icebergSequenceNumber = Number(info.icebergSequenceNumber);
+  const ts = info?.inCommitTimestamp ?? info?.timestamp;
+  if (ts !== undefined) head.timestampMs = ts;
+  return head;
+}
+
+/** The Iceberg snapshot Delta version `version` mirrors (its `commitInfo.icebergSnapshotId`), if any. */
+export async function icebergSnapshotOf(store: ObjectStore, tableRoot: string, version: number): Promise<bigint | undefined> {
+  let actions: Action[];
+  try {
+    actions = await readCommit(store, tableRoot, version);
+  } catch (e) {
+    if (isTwinlakeError(e, 'not-found')) return undefined;
+    throw e;
+  }
+  const id = findCommitInfo(actions)?.icebergSnapshotId;
+  return id === undefined ? undefined : BigInt(id as bigint);
+}
+
+/**
+ * The newest Delta version that mirrors Iceberg snapshot `snapshotId`, read from the log's
+ * commitInfo (DESIGN.md §1), never assumed: the newest commit first (the current snapshot's, as a
+ * rule), then `hint` (the snapshot's own `delta-version`), then the commits still in the log,
+ * newest first. After a rollback two versions mirror the same snapshot, with the same live files.
+ */
+export async function deltaVersionOfSnapshot(store: ObjectStore, tableRoot: string, snapshotId: bigint, hint?: number): Promise<number | undefined> {
+  const head = await readDeltaHead(store, tableRoot, hint);
+  if (head?.icebergSnapshotId === snapshotId) return head.version;
+  if (hint !== undefined && (await icebergSnapshotOf(store, tableRoot, hint)) === snapshotId) return hint;
+  const { files } = await listLog(store, tableRoot);
+  const versions = [...files.keys()]
+    .map((name) => parseLogFileName(name))
+    .filter((f): f is NonNullable<typeof f> => f?.kind === 'commit')
+    .map((f) => f.version)
+    .sort((a, b) => b - a);
+  for (const v of versions) {
+    if (v === hint) continue;
+    const bytes = await store.get(tableKey(tableRoot, commitPath(v)));
+    if (bytes.length === 0) continue;
+    const id = findCommitInfo(parseCommit(new TextDecoder().decode(bytes), commitPath(v)))?.icebergSnapshotId;
+    if (id !== undefined && BigInt(id as bigint) === snapshotId) return v;
+  }
+  return undefined;
+}
+
 /** Writes version `version` create-only; false when another writer already took it. */
 export async function writeDeltaCommit(store: ObjectStore, tableRoot: string, version: number, actions: Action[]): Promise<boolean> {
   return store.putIfAbsent(tableKey(tableRoot, commitPath(version)), serializeCommit(actions));

@@ -1,5 +1,4 @@
-import { dataInvalid } from '../core/errors.ts';
-import { stringifyJson } from '../core/json.ts';
+import { dataInvalid, TwinlakeError, unsupported } from '../core/errors.ts';
 import type { FileIO } from '../io/file-io.ts';
 import type { Action, AddFile, CommitInfo, DeletionVectorDescriptor, Metadata, Protocol, RemoveFile } from '../spec/delta/actions.ts';
 import { commitPath, parseCommit, serializeCommit } from '../spec/delta/actions.ts';
@@ -10,7 +9,10 @@ import { serializePartitionValue } from '../spec/delta/partition-values.ts';
 import type { LiteralValue } from '../spec/scan-task.ts';
 import type { DataFile, ManifestEntry, ManifestFile, Schema, Snapshot, TableMetadata } from '../spec/iceberg/types.ts';
 import { readManifestEntries, readManifestList } from './manifest-io.ts';
-import { deltaPath, findCommitInfo } from '../spec/delta/replay.ts';
+import { type DeltaSnapshot, deltaPath, fileKey, findCommitInfo } from '../spec/delta/replay.ts';
+import { applicableDeletes } from '../spec/iceberg/scan.ts';
+import { type DeltaHead, readDeltaHead, readDeltaSnapshot } from './delta-log.ts';
+import { liveFiles } from './iceberg-scan.ts';
 import { deleteFileKey } from '../spec/iceberg/manifest.ts';
 import { deltaDescriptor } from './row-deletes.ts';
 import { intProp, Props, readPhysicalNames } from './table-properties.ts';
@@ -19,7 +21,10 @@ import { ENGINE_INFO } from './version.ts';
 /**
  * The Delta log as a deterministic projection of the Iceberg snapshot lineage (DESIGN.md §1).
  * Delta version 0 mirrors the table's creation; every later version mirrors one Iceberg snapshot,
- * whose summary names it (`delta-version`) and which it names back (`icebergSnapshotId`).
+ * which it names (`commitInfo.icebergSnapshotId`): that is the mapping. A snapshot Twinlake
+ * commits also names the version expected to mirror it (`delta-version` in its summary); a
+ * snapshot of another engine names none, and a version written to follow a rollback mirrors an
+ * older snapshot again, so only the log says which version mirrors which snapshot.
  */
 
 export const DELTA_VERSION_KEY = 'delta-version';
@@ -62,6 +67,8 @@ function deltaOperation(snapshot: Snapshot, partitionBy: string): { operation: s
   if (op === 'merge') return { operation: 'MERGE', operationParameters: params, blind: false };
   if (op === 'delete') return { operation: 'DELETE', operationParameters: params, blind: false };
   if (op === 'alter') return { operation: params.properties !== undefined ? 'SET TBLPROPERTIES' : 'UNSET TBLPROPERTIES', operationParameters: params, blind: false };
+  // A compaction (another engine's rewrite): the same rows in other files, Delta's OPTIMIZE.
+  if (snapshot.summary.operation === 'replace') return { operation: 'OPTIMIZE', operationParameters: {}, blind: false };
   // Snapshots written before the operation was recorded: Iceberg's operation is all there is.
   if (snapshot.summary.operation === 'delete') return { operation: 'DELETE', operationParameters: {}, blind: false };
   const overwrite = snapshot.summary.operation === 'overwrite';
@@ -213,12 +220,14 @@ export function snapshotActions(metadata: TableMetadata, snapshot: Snapshot, fil
     }
     return out;
   };
+  // Iceberg's `replace` changes files, not rows (DESIGN.md §10: compaction is dataChange false).
+  const dataChange = snapshot.summary.operation !== 'replace';
   const oldDvs = dvOf(files.removedDeletes);
   const newDvs = dvOf(files.addedDeletes);
   const remove = (f: DataFile, dv: DeletionVectorDescriptor | undefined): RemoveFile => ({
     path: deltaPath(metadata.location, f['file-path']),
     deletionTimestamp: ts,
-    dataChange: true,
+    dataChange,
     extendedFileMetadata: true,
     partitionValues: partitionValues(f),
     size: f['file-size-in-bytes'],
@@ -229,7 +238,7 @@ export function snapshotActions(metadata: TableMetadata, snapshot: Snapshot, fil
     partitionValues: partitionValues(f),
     size: f['file-size-in-bytes'],
     modificationTime: ts,
-    dataChange: true,
+    dataChange,
     // A file's stats describe all its rows; once some are deleted they bound the rest only
     // loosely (PROTOCOL.md §Per-file Statistics: tightBounds).
     stats: deltaStats(f, schema, physicalNames, dv ? { tightBounds: false } : {}),
@@ -341,64 +350,223 @@ export interface CatchUpResult {
 }
 
 /**
- * Writes the Delta versions that are missing for the lineage of `target` (the current snapshot by
- * default), oldest first, each create-only. A version already taken must mirror the same snapshot;
- * anything else means the log diverged from Iceberg and is an error.
+ * How the Delta log gets from the snapshot its newest version mirrors to the target snapshot:
+ * - `up-to-date`: the newest version mirrors the target;
+ * - `behind`: the log mirrors a snapshot newer than this metadata knows (another writer synced a
+ *   later commit): nothing to write from here;
+ * - `replay`: the target descends from the mirrored snapshot through snapshots that all still
+ *   exist: one version per snapshot, oldest first (also when the log mirrors the table's creation
+ *   and the lineage goes back to the first snapshot);
+ * - `jump`: anything else (a rollback, a cherry-pick onto another lineage, parents expired, an
+ *   emptied commit): one version that makes the live files equal the target's.
+ * A missing log starts with version 0 (creation, or the snapshot that added Delta) and continues
+ * the same way.
+ */
+export type CatchUpPlan =
+  | { kind: 'up-to-date' }
+  | { kind: 'behind' }
+  | { kind: 'replay'; snapshots: Snapshot[]; creation: boolean; start?: Snapshot }
+  | { kind: 'jump'; creation: boolean };
+
+/** The plan for `target` given the newest Delta commit (pure: metadata and the head in, a plan out). */
+export function planCatchUp(metadata: TableMetadata, head: DeltaHead | undefined, target: Snapshot | undefined): CatchUpPlan {
+  if (!target) return head ? { kind: 'up-to-date' } : { kind: 'replay', snapshots: [], creation: true };
+  const mirrored = head && !head.empty ? head.icebergSnapshotId : undefined;
+  if (mirrored !== undefined && mirrored === target['snapshot-id']) return { kind: 'up-to-date' };
+  if (mirrored !== undefined && !metadata.snapshots.some((s) => s['snapshot-id'] === mirrored)) {
+    // Unknown here: expired (then the target moved on without it), or newer than this metadata.
+    if (head!.icebergSequenceNumber !== undefined && head!.icebergSequenceNumber > metadata['last-sequence-number']) return { kind: 'behind' };
+  }
+  // From creation: a log holding only the table's creation (version 0 mirrors no snapshot), or no
+  // log at all. A later version that mirrors nothing (another Delta writer's) is jumped over.
+  const fromCreation = !head || (head.version === 0 && !head.empty && mirrored === undefined);
+  const chain: Snapshot[] = [];
+  for (let s: Snapshot | undefined = target; s; ) {
+    if (mirrored !== undefined && s['snapshot-id'] === mirrored) return { kind: 'replay', snapshots: chain.reverse(), creation: false };
+    chain.push(s);
+    if (!head && s.summary[DELTA_START_KEY] === 'true') {
+      chain.pop();
+      return { kind: 'replay', snapshots: chain.reverse(), creation: false, start: s };
+    }
+    const parentId: bigint | undefined = s['parent-snapshot-id'];
+    if (parentId === undefined) {
+      if (fromCreation) return { kind: 'replay', snapshots: chain.reverse(), creation: !head };
+      break;
+    }
+    s = metadata.snapshots.find((x) => x['snapshot-id'] === parentId);
+  }
+  return { kind: 'jump', creation: !head };
+}
+
+/**
+ * The Delta version the next snapshot on top of `parent` will be mirrored by: the one after the
+ * parent's, as the log holds it. Without a Delta log beyond the parent's own version that is the
+ * parent's `delta-version` + 1 (one existence check); otherwise (the parent was mirrored later by
+ * a sync: a rollback target, another engine's snapshot) the newest Delta version and what
+ * catch-up would still write for the parent decide.
+ */
+export async function nextDeltaVersionAfter(io: FileIO, metadata: TableMetadata, parent: Snapshot | undefined): Promise<number> {
+  if (!parent) return 1;
+  const own = deltaVersionOf(parent);
+  if (own !== undefined && !(await io.exists(`${metadata.location}/${commitPath(own + 1)}`))) return own + 1;
+  const { store, key } = io.storeAt(metadata.location);
+  const head = await readDeltaHead(store, key, own);
+  if (!head) return nextDeltaVersion(parent);
+  const plan = planCatchUp(metadata, head, parent);
+  const pending = plan.kind === 'replay' ? plan.snapshots.length : plan.kind === 'jump' ? 1 : 0;
+  return head.version + pending + 1;
+}
+
+/**
+ * Makes the newest Delta version mirror the target snapshot (the current one by default), as
+ * `planCatchUp` says: replaying the snapshots in between, or one version that removes and adds
+ * what differs. Which snapshot a version mirrors is read from the log
+ * (`commitInfo.icebergSnapshotId`), never assumed from a snapshot's `delta-version`; versions are
+ * written create-only after the newest one, and a version another writer took first is fine when
+ * it mirrors the same snapshot (else the plan is made again on the log as it now is).
  */
 export async function catchUpDelta(
   io: FileIO,
   metadata: TableMetadata,
-  opts: { target?: Snapshot; afterWrite?: (version: number) => Promise<void> } = {},
+  opts: { target?: Snapshot; afterWrite?: (version: number) => Promise<void>; warn?: (message: string) => void } = {},
 ): Promise<CatchUpResult> {
   const location = metadata.location;
   const logFile = (v: number) => `${location}/${commitPath(v)}`;
   const target = opts.target ?? (metadata['current-snapshot-id'] != null ? snapshotById(metadata, metadata['current-snapshot-id']) : undefined);
-
-  const missing: Snapshot[] = [];
-  let needCreation = true;
-  for (let s = target; s; ) {
-    const v = deltaVersionOf(s);
-    if (v === undefined) throw dataInvalid(`delta projection: snapshot ${s['snapshot-id']} has no ${DELTA_VERSION_KEY} in its summary`);
-    if (await io.exists(logFile(v))) {
-      needCreation = false;
-      break;
-    }
-    missing.push(s);
-    if (s.summary[DELTA_START_KEY] === 'true') {
-      needCreation = false;
-      break;
-    }
-    const parentId = s['parent-snapshot-id'];
-    s = parentId !== undefined ? snapshotById(metadata, parentId) : undefined;
-  }
-  if (needCreation && (await io.exists(logFile(0)))) needCreation = false;
-
+  const { store, key } = io.storeAt(location);
   const written: number[] = [];
-  const write = async (version: number, actions: Action[], snapshotId?: bigint) => {
-    const ok = await io.writeIfAbsent(logFile(version), serializeCommit(actions));
-    if (ok) {
+  const warned = new Set<number>();
+
+  /** Writes `version`; false when another writer took it for a different snapshot. */
+  const write = async (version: number, actions: Action[], snapshotId?: bigint): Promise<boolean> => {
+    if (await io.writeIfAbsent(logFile(version), serializeCommit(actions))) {
       written.push(version);
       await opts.afterWrite?.(version);
-      return;
+      return true;
     }
-    const existing = parseCommit(await io.readText(logFile(version)), commitPath(version));
-    const info = findCommitInfo(existing);
-    const mirrored = info?.icebergSnapshotId;
-    const same = snapshotId === undefined ? mirrored === undefined : mirrored !== undefined && BigInt(mirrored as bigint) === snapshotId;
-    if (!same) {
-      throw dataInvalid(
-        `delta projection: ${commitPath(version)} mirrors iceberg snapshot ${stringifyJson(mirrored ?? null)}, expected ${snapshotId ?? 'table creation'}`,
-      );
-    }
+    const text = await io.readText(logFile(version));
+    const mirrored = text.trim() === '' ? undefined : findCommitInfo(parseCommit(text, commitPath(version)))?.icebergSnapshotId;
+    return snapshotId === undefined ? mirrored === undefined && text.trim() !== '' : mirrored !== undefined && BigInt(mirrored as bigint) === snapshotId;
   };
 
-  if (needCreation) {
-    const created = missing.length ? missing[missing.length - 1]!['timestamp-ms'] : metadata['last-updated-ms'];
-    await write(0, creationActions(metadata, created));
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const head = await readDeltaHead(store, key, target && deltaVersionOf(target));
+    if (head?.empty && !warned.has(head.version)) {
+      warned.add(head.version);
+      opts.warn?.(
+        `delta: ${logFile(head.version)} is empty (expected the actions of version ${head.version}); its changes are lost to Delta readers, the next version restores the live files of iceberg snapshot ${target?.['snapshot-id'] ?? 'none'}`,
+      );
+    }
+    const plan = planCatchUp(metadata, head, target);
+    if (plan.kind === 'up-to-date') return { version: head?.version ?? 0, written };
+    if (plan.kind === 'behind') return { version: (target && deltaVersionOf(target)) ?? head!.version, written };
+    let next = head ? head.version + 1 : 0;
+    let lost = false;
+    if (plan.kind === 'replay' && plan.start) {
+      lost = !(await write(0, await startActions(io, metadata, plan.start), plan.start['snapshot-id']));
+      next = 1;
+    } else if (plan.creation) {
+      const created = plan.kind === 'replay' && plan.snapshots.length ? plan.snapshots[0]!['timestamp-ms'] : metadata['last-updated-ms'];
+      lost = !(await write(0, creationActions(metadata, created)));
+      next = 1;
+    }
+    if (!lost && plan.kind === 'replay') {
+      for (const s of plan.snapshots) {
+        if (!(await write(next, snapshotActions(metadata, s, await snapshotChanges(io, metadata, s)), s['snapshot-id']))) {
+          lost = true;
+          break;
+        }
+        next++;
+      }
+    } else if (!lost && plan.kind === 'jump') {
+      const before = head && (await readDeltaSnapshot(store, key));
+      lost = !(await write(next, await jumpActions(io, metadata, target!, before, head), target!['snapshot-id']));
+      next++;
+    }
+    if (!lost) return { version: next - 1, written };
   }
-  for (const s of missing.reverse()) {
-    const actions = s.summary[DELTA_START_KEY] === 'true' ? await startActions(io, metadata, s) : snapshotActions(metadata, s, await snapshotChanges(io, metadata, s));
-    await write(deltaVersionOf(s)!, actions, s['snapshot-id']);
+  throw new TwinlakeError('commit-conflict', `delta projection: the log of ${location} kept moving while catching up with iceberg snapshot ${target?.['snapshot-id']}`);
+}
+
+/**
+ * One Delta version that takes the log from its current live files (`before`) to the live files
+ * of `target`: what differs is removed and added again (a file whose deletion vector changed is
+ * both), protocol and metaData follow the target's schema. A rollback to an older snapshot is
+ * Delta's RESTORE; any other jump (parents expired, another lineage) an overwrite.
+ */
+async function jumpActions(io: FileIO, metadata: TableMetadata, target: Snapshot, before: DeltaSnapshot | undefined, head: DeltaHead | undefined): Promise<Action[]> {
+  // Delta commit times only grow (time travel by timestamp relies on it); the jump happened when
+  // the Iceberg table last changed, no earlier than the newest Delta commit.
+  const ts = Math.max(metadata['last-updated-ms'], head?.timestampMs ?? 0, target['timestamp-ms']);
+  const schema = schemaById(metadata, target['schema-id'] ?? metadata['current-schema-id']);
+  const physicalNames = readPhysicalNames(metadata);
+  const partitionValues = partitionValuesOf(metadata, schema, physicalNames);
+  const { data, deletes, sequenceNumbers } = await liveFiles(io, metadata, target);
+  const applicable = applicableDeletes(metadata, data, deletes, sequenceNumbers);
+
+  const wanted = new Map<string, AddFile>();
+  for (const f of data) {
+    const found = applicable(f);
+    if ((found?.equality.length ?? 0) > 0) throw unsupported(`delta projection: ${f['file-path']} has equality deletes, which Delta cannot hold`);
+    const positions = [...(found?.dv ? [found.dv] : []), ...(found?.positionFiles ?? [])];
+    if (positions.length > 1) throw unsupported(`delta projection: ${f['file-path']} has ${positions.length} delete files; Delta holds one deletion vector per file`);
+    const dv = positions[0] ? await deltaDescriptor(io, metadata.location, positions[0]) : undefined;
+    const add: AddFile = {
+      path: deltaPath(metadata.location, f['file-path']),
+      partitionValues: partitionValues(f),
+      size: f['file-size-in-bytes'],
+      modificationTime: ts,
+      dataChange: true,
+      stats: deltaStats(f, schema, physicalNames, dv ? { tightBounds: false } : {}),
+      ...(dv ? { deletionVector: dv } : {}),
+    };
+    wanted.set(fileKey(add.path, dvId(dv)), add);
   }
-  return { version: target ? deltaVersionOf(target)! : 0, written };
+  const dvNeeded = [...wanted.values()].some((a) => a.deletionVector !== undefined);
+  // Table features are never dropped: a log that has deletion vectors keeps the feature.
+  const dvBefore = before?.protocol.writerFeatures?.includes('deletionVectors') ?? false;
+  const protocol = protocolFor(schema, { columnMapping: true, deletionVectors: dvBefore || dvNeeded || deletionVectorsOn(target) });
+  const meta = deltaMetadata(metadata, schema, before?.metadata.createdTime ?? ts, dvBefore || dvNeeded || deletionVectorsOn(target));
+
+  const back = head?.icebergSequenceNumber !== undefined && target['sequence-number'] < head.icebergSequenceNumber;
+  const commitInfo: CommitInfo = {
+    timestamp: ts,
+    operation: back ? 'RESTORE' : 'WRITE',
+    operationParameters: back ? { icebergSnapshotId: String(target['snapshot-id']) } : { mode: 'Overwrite', partitionBy: JSON.stringify(meta.partitionColumns) },
+    isBlindAppend: false,
+    engineInfo: ENGINE_INFO,
+    icebergSnapshotId: target['snapshot-id'],
+    icebergSequenceNumber: target['sequence-number'],
+  };
+  const actions: Action[] = [{ commitInfo }];
+  if (!before || JSON.stringify(before.protocol) !== JSON.stringify(protocol)) actions.push({ protocol });
+  const same = (a: Metadata, b: Metadata) =>
+    a.schemaString === b.schemaString && JSON.stringify(a.partitionColumns) === JSON.stringify(b.partitionColumns) && JSON.stringify(a.configuration) === JSON.stringify(b.configuration);
+  if (!before || !same(before.metadata, meta)) actions.push({ metaData: meta });
+  // The sequence number only grows, so the txn version does too, even when the target is older.
+  actions.push({ txn: { appId: `iceberg:${metadata['table-uuid']}`, version: metadata['last-sequence-number'], lastUpdated: ts } });
+  for (const a of before?.files ?? []) {
+    const k = fileKey(a.path, dvId(a.deletionVector));
+    if (wanted.has(k)) {
+      wanted.delete(k);
+      continue;
+    }
+    const remove: RemoveFile = {
+      path: a.path,
+      deletionTimestamp: ts,
+      dataChange: true,
+      extendedFileMetadata: true,
+      partitionValues: a.partitionValues,
+      size: a.size,
+      ...(a.deletionVector ? { deletionVector: a.deletionVector } : {}),
+    };
+    actions.push({ remove });
+  }
+  for (const add of wanted.values()) actions.push({ add });
+  return actions;
+}
+
+/** A deletion vector's identity in a logical file key (PROTOCOL.md §Deletion Vectors: storage type, path or inline data, offset). */
+function dvId(dv: DeletionVectorDescriptor | undefined): string | undefined {
+  return dv ? `${dv.storageType}${dv.pathOrInlineDv}${dv.offset !== undefined ? `@${dv.offset}` : ''}` : undefined;
 }

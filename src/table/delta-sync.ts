@@ -1,7 +1,7 @@
 import { errorMessage, invalidInput } from '../core/errors.ts';
 import type { Snapshot, TableMetadata } from '../spec/iceberg/types.ts';
 import { writeDeltaCheckpointIfDue } from './delta-checkpoint.ts';
-import { catchUpDelta, checkpointInterval, deltaVersionOf } from './delta-projection.ts';
+import { type CatchUpResult, catchUpDelta, checkpointInterval, deltaVersionOf } from './delta-projection.ts';
 import type { TableContext } from './table-context.ts';
 import { identString } from './table-context.ts';
 import { tableFormats } from './table-properties.ts';
@@ -14,9 +14,13 @@ import { catalogSubject, repairTableFiles } from './verify.ts';
  * Returns the versions this call wrote, or undefined when Delta is left behind.
  */
 export async function commitDelta(ctx: TableContext, metadata: TableMetadata, warn: (m: string) => void): Promise<number[] | undefined> {
+  return (await catchUpOrWarn(ctx, metadata, warn))?.written;
+}
+
+async function catchUpOrWarn(ctx: TableContext, metadata: TableMetadata, warn: (m: string) => void): Promise<CatchUpResult | undefined> {
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
-      return (await catchUpDelta(ctx.io, metadata)).written;
+      return await catchUpDelta(ctx.io, metadata, { warn });
     } catch (e) {
       if (attempt === 1) {
         warn(`delta: commit for ${identString(ctx.ident)} failed after the iceberg commit (${errorMessage(e)}); the next write will repair it`);
@@ -43,12 +47,13 @@ export async function finishDelta(
 ): Promise<{ deltaVersion?: number; deltaCommitted: boolean; deltaCommitMs: number; checkpointMs: number }> {
   if (!tableFormats(metadata.properties).includes('delta')) return { deltaCommitted: false, deltaCommitMs: 0, checkpointMs: 0 };
   const deltaStart = performance.now();
-  const versions = await commitDelta(ctx, metadata, warn);
+  const result = await catchUpOrWarn(ctx, metadata, warn);
   const checkpointStart = performance.now();
-  if (versions) await checkpointIfDue(ctx, metadata, versions, warn);
+  if (result) await checkpointIfDue(ctx, metadata, result.written, warn);
   return {
-    deltaVersion: deltaVersionOf(snapshot),
-    deltaCommitted: versions !== undefined,
+    // The version the log gave the snapshot; its summary's delta-version is what it expected.
+    deltaVersion: result?.version ?? deltaVersionOf(snapshot),
+    deltaCommitted: result !== undefined,
     deltaCommitMs: checkpointStart - deltaStart,
     checkpointMs: performance.now() - checkpointStart,
   };
@@ -68,7 +73,7 @@ export async function repairDelta(ctx: TableContext, metadata: TableMetadata, wa
   }
   if (!delta) return;
   try {
-    const { written } = await catchUpDelta(ctx.io, metadata);
+    const { written } = await catchUpDelta(ctx.io, metadata, { warn });
     await checkpointIfDue(ctx, metadata, written, warn);
   } catch (e) {
     warn(`delta: could not catch up ${identString(ctx.ident)} with iceberg (${errorMessage(e)})`);
@@ -88,7 +93,7 @@ export async function syncDelta(ctx: TableContext, metadata: TableMetadata, warn
   // derived from Iceberg stops it.
   const { metadataLocation } = await ctx.catalog.loadTable(ctx.ident);
   await repairTableFiles(catalogSubject(ctx, { metadata, metadataLocation }), warn, 'all');
-  const result = await catchUpDelta(ctx.io, metadata);
+  const result = await catchUpDelta(ctx.io, metadata, { warn });
   await checkpointIfDue(ctx, metadata, result.written, warn);
   return result;
 }

@@ -6,7 +6,7 @@ import type { DataFile } from '../spec/iceberg/types.ts';
 import { dataFileUri, readDeltaSnapshot } from './delta-log.ts';
 import { deltaVersionOf } from './delta-projection.ts';
 import { liveFiles } from './iceberg-scan.ts';
-import { parseAsOf, pickIcebergSnapshot, type ReadFormat, type TableSource, type TimeTravel } from './reader.ts';
+import { mirroredTravel, mirroringVersion, parseAsOf, pickIcebergSnapshot, type ReadFormat, type TableSource, type TimeTravel } from './reader.ts';
 
 /**
  * The live files of a table version, for handing to another engine: every data file a read of
@@ -59,7 +59,7 @@ export async function listLiveFiles(source: TableSource, format: ReadFormat | un
   const chosen = format ?? (metadata ? 'iceberg' : 'delta');
   if (chosen === 'iceberg') {
     if (!metadata) throw notFound(`iceberg: no iceberg metadata for the table at ${source.location}`);
-    const snapshot = pickIcebergSnapshot(metadata, travel);
+    const snapshot = pickIcebergSnapshot(metadata, await mirroredTravel(source, travel));
     if (!snapshot) return { format: 'iceberg', files: [] };
     const { data, deletes, sequenceNumbers } = await liveFiles(source.io, metadata, snapshot);
     const applicable = applicableDeletes(metadata, data, deletes, sequenceNumbers);
@@ -76,8 +76,7 @@ export async function listLiveFiles(source: TableSource, format: ReadFormat | un
   let version = travel.version;
   if (travel.snapshotId !== undefined) {
     if (!metadata) throw invalidInput('files: a snapshot ID needs the iceberg metadata to find its delta version');
-    version = deltaVersionOf(pickIcebergSnapshot(metadata, { snapshotId: travel.snapshotId })!);
-    if (version === undefined) throw notFound(`delta: iceberg snapshot ${travel.snapshotId} has no delta version`);
+    version = await mirroringVersion(source, pickIcebergSnapshot(metadata, { snapshotId: travel.snapshotId })!);
   }
   const { store, key } = source.io.storeAt(source.location);
   const snap = await readDeltaSnapshot(store, key, { version, timestampMs: travel.asOf !== undefined ? parseAsOf(travel.asOf) : undefined });

@@ -3,9 +3,18 @@ import type { FileIO } from '../io/file-io.ts';
 
 /**
  * Finds the current Iceberg metadata file of a table known only by its location (DESIGN.md §1:
- * a table stays readable by path with no catalog). `metadata/version-hint.text` names it — as a
- * number N (`vN.metadata.json`, or `0000N-<uuid>.metadata.json` as catalogs name them) or as a
- * file name; without a hint the newest numbered metadata file wins.
+ * a table stays readable by path with no catalog). Only committed metadata may be found: a
+ * metadata file is written before the catalog commit that makes it current, so a crash can leave
+ * one that nothing committed (a `v1.metadata.json` of a table whose creation never reached the
+ * catalog, a `vN` whose compare-and-swap lost). What makes a file committed for a path reader is
+ * `metadata/version-hint.text`, which the catalog writes after its commit:
+ * - a hint names the file, as a number N (`vN.metadata.json`, or `0000N-<uuid>.metadata.json` as
+ *   catalogs name them) or as a file name; files numbered beyond it are never looked at;
+ * - a hint naming a missing file falls back to the newest file numbered at or below it;
+ * - without a hint, `v<N>.metadata.json` files (the file-system table names of the Iceberg spec,
+ *   which Twinlake's catalog uses too, always with a hint) are not committed for a path reader;
+ *   only metastore names (`<N>-<uuid>.metadata.json`, written by catalogs that keep no hint) are
+ *   taken, the newest winning, as every engine's path reader does.
  */
 export async function locateMetadataFile(io: FileIO, location: string): Promise<string | undefined> {
   const dir = joinUri(location, 'metadata');
@@ -14,22 +23,26 @@ export async function locateMetadataFile(io: FileIO, location: string): Promise<
     const name = o.uri.slice(dir.length + 1);
     if (!name.includes('/') && /\.metadata\.json(\.gz)?$/.test(name)) files.push(name);
   }
+  const newest = (names: string[]) =>
+    names.length === 0 ? undefined : joinUri(dir, names.reduce((a, b) => ((versionOf(b) ?? -1) > (versionOf(a) ?? -1) ? b : a)));
   const hintUri = joinUri(dir, 'version-hint.text');
   if (await io.exists(hintUri)) {
     const hint = (await io.readText(hintUri)).trim();
+    let limit: number | undefined;
     if (/^\d+$/.test(hint)) {
       const n = Number(hint);
       const match = files.find((f) => f === `v${n}.metadata.json`) ?? files.find((f) => versionOf(f) === n);
       if (match) return joinUri(dir, match);
+      limit = n;
     } else if (hint) {
       const name = hint.endsWith('.metadata.json') ? hint : `${hint}.metadata.json`;
       const base = name.includes('/') ? name.slice(name.lastIndexOf('/') + 1) : name;
       if (files.includes(base)) return joinUri(dir, base);
+      limit = versionOf(base);
     }
+    if (limit !== undefined) return newest(files.filter((f) => (versionOf(f) ?? Infinity) <= limit));
   }
-  if (files.length === 0) return undefined;
-  const newest = files.reduce((a, b) => ((versionOf(b) ?? -1) > (versionOf(a) ?? -1) ? b : a));
-  return joinUri(dir, newest);
+  return newest(files.filter((f) => !/^v\d+\.metadata\.json/.test(f)));
 }
 
 /** The version number in `v12.metadata.json` or `00012-<uuid>.metadata.json`. */

@@ -3,7 +3,7 @@ import type { FileIO } from '../io/file-io.ts';
 import { snapshotAsOf, snapshotById } from '../spec/iceberg/table-metadata.ts';
 import type { Snapshot, TableMetadata } from '../spec/iceberg/types.ts';
 import type { ScanTask } from '../spec/scan-task.ts';
-import { deltaScanTask, readDeltaSnapshot } from './delta-log.ts';
+import { deltaScanTask, deltaVersionOfSnapshot, icebergSnapshotOf, readDeltaSnapshot } from './delta-log.ts';
 import { deltaVersionOf } from './delta-projection.ts';
 import { planIcebergScan } from './iceberg-scan.ts';
 import { bindFilter, pruneDeltaTask } from './scan-filter.ts';
@@ -49,16 +49,14 @@ export async function planRead(source: TableSource, format: ReadFormat | undefin
   const chosen = format ?? (metadata ? 'iceberg' : 'delta');
   if (chosen === 'iceberg') {
     if (!metadata) throw notFound(`iceberg: no iceberg metadata for the table at ${source.location}`);
-    const snapshot = pickIcebergSnapshot(metadata, travel);
+    const snapshot = pickIcebergSnapshot(metadata, await mirroredTravel(source, travel));
     const task = await planIcebergScan(source.io, metadata, snapshot, { timeTravel: given > 0, where: travel.where });
     return { format: 'iceberg', task, snapshotId: snapshot?.['snapshot-id'], deltaVersion: snapshot ? deltaVersionOf(snapshot) : undefined };
   }
   let version = travel.version;
   if (travel.snapshotId !== undefined) {
     if (!metadata) throw invalidInput('read: a snapshot ID needs the iceberg metadata to find its delta version');
-    const s = requireSnapshot(metadata, travel.snapshotId);
-    version = deltaVersionOf(s);
-    if (version === undefined) throw notFound(`delta: iceberg snapshot ${travel.snapshotId} has no delta version`);
+    version = await mirroringVersion(source, requireSnapshot(metadata, travel.snapshotId));
   }
   const { store, key } = source.io.storeAt(source.location);
   const snapshot = await readDeltaSnapshot(store, key, {
@@ -68,6 +66,26 @@ export async function planRead(source: TableSource, format: ReadFormat | undefin
   const all = deltaScanTask(snapshot, source.location);
   const task = pruneDeltaTask(all, snapshot, bindFilter(travel.where, all.schema));
   return { format: 'delta', task, deltaVersion: snapshot.version };
+}
+
+/**
+ * Time travel to a Delta version, for the Iceberg side: the snapshot the version mirrors, as its
+ * commitInfo names it (a version written by a sync, after a rollback or for another engine's
+ * snapshot, is named by no snapshot's `delta-version`); other travel is unchanged.
+ */
+export async function mirroredTravel(source: TableSource, travel: TimeTravel): Promise<TimeTravel> {
+  if (travel.version === undefined) return travel;
+  const { store, key } = source.io.storeAt(source.location);
+  const snapshotId = await icebergSnapshotOf(store, key, travel.version);
+  return snapshotId === undefined ? travel : { snapshotId };
+}
+
+/** The Delta version mirroring `snapshot`, read from the log (see deltaVersionOfSnapshot). */
+export async function mirroringVersion(source: TableSource, snapshot: Snapshot): Promise<number> {
+  const { store, key } = source.io.storeAt(source.location);
+  const version = await deltaVersionOfSnapshot(store, key, snapshot['snapshot-id'], deltaVersionOf(snapshot));
+  if (version === undefined) throw notFound(`delta: no delta version mirrors iceberg snapshot ${snapshot['snapshot-id']}`);
+  return version;
 }
 
 export function pickIcebergSnapshot(metadata: TableMetadata, travel: TimeTravel): Snapshot | undefined {

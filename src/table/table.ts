@@ -6,7 +6,7 @@ import { alterTable, type AlterOptions, type AlterResult } from './alter.ts';
 import { listLiveFiles, type LiveFiles } from './live-files.ts';
 import { checkPlacement } from './table-placement.ts';
 import { parseStats } from '../spec/delta/stats.ts';
-import { deltaHistory, deltaScanTask, readDeltaSnapshot } from './delta-log.ts';
+import { deltaHistory, deltaScanTask, deltaVersionOfSnapshot, readDeltaSnapshot } from './delta-log.ts';
 import { writeDeltaOnly } from './delta-writer.ts';
 import { syncDelta } from './delta-sync.ts';
 import { catalogSubject, verifyTable, type VerifyOptions, type VerifyResult } from './verify.ts';
@@ -330,7 +330,16 @@ export async function describeDelta(name: string, io: FileIO, location: string):
 export async function describeIceberg(name: string, io: FileIO, metadata: TableMetadata, formats: TableFormat[]): Promise<TableDescription> {
   const head = currentSnapshot(metadata);
   // Before the first snapshot, Delta version 0 records the table's creation.
-  const deltaVersion = head ? deltaVersionOf(head) : formats.includes('delta') && (await io.exists(joinUri(metadata.location, commitPath(0)))) ? 0 : undefined;
+  // The version mirroring the head is the log's to say (after a rollback or another engine's
+  // commit, no summary names it).
+  const { store, key } = io.storeAt(metadata.location);
+  const deltaVersion = !formats.includes('delta')
+    ? head && deltaVersionOf(head)
+    : head
+      ? ((await deltaVersionOfSnapshot(store, key, head['snapshot-id'], deltaVersionOf(head))) ?? deltaVersionOf(head))
+      : (await io.exists(joinUri(metadata.location, commitPath(0))))
+        ? 0
+        : undefined;
   return {
     name,
     location: metadata.location,
