@@ -128,7 +128,7 @@ export function registerCommands(program: Command): void {
     .option('--property <key=value>', 'for a new table: a table property (repeatable; an existing table: see alter)', repeatable, [])
     .option('--partition <spec>', 'partition spec, e.g. "day(ts), bucket(16, user_id)"; on an existing table a new spec evolves it')
     .option('--exclude-columns <columns>', 'input columns not to store, comma-separated (e.g. the op,seq that steer a merge)')
-    .option('--txn <app=ID,version=N>', 'exactly-once: the application and batch version; a batch already committed (version not above the table\'s latest for the app) writes nothing')
+    .option('--txn <batch>', 'exactly-once batch: app=ID,version=N (the application and the batch version); a batch already committed (version not above the table\'s latest for the app) writes nothing')
     .option('--json', 'print the result as JSON')
     .action(async (table: string, o: { input: string[]; inputFormat?: string; mode: string; schema?: string; formats?: string; property: string[]; partition?: string; key?: string; orderBy?: string; deleteWhen?: string; strategy?: string; excludeColumns?: string; txn?: string; json?: boolean }, cmd: Command) => {
       if (o.mode !== 'append' && o.mode !== 'overwrite' && o.mode !== 'merge') throw invalidInput(`write: --mode must be append, overwrite or merge, found ${JSON.stringify(o.mode)}`);
