@@ -5,6 +5,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { Lakehouse, type Table } from '../src/index.ts';
 import { eventsFile } from './data.ts';
 import { manyPartitions } from './many-partitions.ts';
+import { manyWriters, type ManyWritersOptions, type ManyWritersResult } from './many-writers.ts';
 
 /**
  * Benchmarks, each against a baseline measured in the same run:
@@ -14,6 +15,10 @@ import { manyPartitions } from './many-partitions.ts';
  * 3. `partitions`: one write into 10,000 hour partitions of a 12-column nested table under a
  *    512 MB engine memory limit; every row read back in both formats and by DuckDB over the live
  *    files; peak RSS. Run alone: `npm run bench partitions` (BENCH_PARTITION_ROWS, default 1M).
+ * 4. `writers`: 8 processes × 50 appends on one table, and 4 merging + 4 appending processes
+ *    (25 commits each), with the default commit retry settings, three runs each: every commit
+ *    succeeds, Delta gap-free, every row once in both formats; commits per second. Run alone:
+ *    `npm run bench writers`.
  */
 const root = resolve('.tmp/bench');
 mkdirSync(root, { recursive: true });
@@ -203,9 +208,43 @@ async function partitionsBench(): Promise<void> {
   rmSync(join(dir, 'warehouse'), { recursive: true, force: true });
 }
 
+/** Whether a many-writers run kept every commit and every row, in both formats. */
+function allGreen(r: ManyWritersResult, seeded: boolean): boolean {
+  const snapshots = r.commits + (seeded ? 1 : 0);
+  const same = (a: unknown[], b: unknown[]) => JSON.stringify(a) === JSON.stringify(b);
+  return (
+    r.writers.every((w) => w.code === 0) &&
+    same(r.deltaVersionsOfSnapshots, Array.from({ length: snapshots }, (_, i) => i + 1)) &&
+    same(r.deltaLog, Array.from({ length: snapshots + 1 }, (_, i) => i)) &&
+    Object.values(r.read).every((f) => same(f.appendedKeys, r.expectedKeys) && same(f.mergedIds, r.expectedIds) && f.rows === r.expectedKeys.length + r.expectedIds.length)
+  );
+}
+
+async function writersBench(): Promise<void> {
+  const runs: [string, Omit<ManyWritersOptions, 'warehouse'>][] = [
+    ['8 appenders × 50', { appenders: 8, batches: 50, rows: 5 }],
+    ['4 mergers × 25 + 4 appenders × 25', { appenders: 4, batches: 25, rows: 5, mergers: 4, rounds: 25 }],
+  ];
+  for (const [name, opts] of runs) {
+    for (let run = 1; run <= 3; run++) {
+      const warehouse = join(root, 'writers');
+      rmSync(warehouse, { recursive: true, force: true });
+      const r = await manyWriters({ warehouse, ...opts });
+      const failed = r.writers.filter((w) => w.code !== 0);
+      console.log(
+        `${name}, run ${run}: ${r.commits} commits in ${(r.ms / 1000).toFixed(1)} s = ${r.commitsPerSecond.toFixed(1)} commits/s; ` +
+          `all committed, Delta gap-free, every row once in both formats: ${allGreen(r, (opts.mergers ?? 0) > 0) ? 'YES' : 'NO'}` +
+          (failed.length ? `\n  failed: ${failed.map((w) => `${w.name}: ${w.stderr.trim().split('\n').at(-1)}`).join('; ')}` : ''),
+      );
+      rmSync(warehouse, { recursive: true, force: true });
+    }
+  }
+}
+
 const only = process.argv[2];
 if (!only || only === 'write') await writeBench();
 if (!only || only === 'partitioned') await partitionedBench();
 if (!only || only === 'commits') await commitBench();
 if (!only || only === 'merge') await mergeBench();
 if (!only || only === 'partitions') await partitionsBench();
+if (!only || only === 'writers') await writersBench();

@@ -18,6 +18,7 @@
 export { Lakehouse, type LakehouseOptions, type TableSummary } from './table/lakehouse.ts';
 export { Table, type ReadOptions, type HistoryEntry, type TableDescription } from './table/table.ts';
 export type { WriteOptions, WriteResult, WriteMode } from './table/writer.ts';
+export type { WriteTxn, TxnResult } from './table/write-txn.ts';
 export type { SchemaChange } from './spec/iceberg/schema.ts';
 export type { DeleteOptions, MergeOptions, MergeResult } from './table/merge.ts';
 export type { AlterOptions, AlterResult } from './table/alter.ts';

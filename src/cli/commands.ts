@@ -10,6 +10,7 @@ import { Lakehouse } from '../table/lakehouse.ts';
 import { resolveEngineSettings } from '../engine/engine-settings.ts';
 import { parseInputFormat, type WriteInput } from '../table/input.ts';
 import { parseFormats, type RowChangeStrategy } from '../table/table-properties.ts';
+import { parseTxnOption } from '../table/write-txn.ts';
 import type { ReadOptions } from '../table/table.ts';
 import type { StructType } from '../spec/iceberg/types.ts';
 import { formatTable, printAlter, printDescription, printEngine, printFiles, printHistory, printTableSummaries, printVerify, printWriteResult } from './format.ts';
@@ -128,12 +129,14 @@ export function registerCommands(program: Command): void {
     .option('--property <key=value>', 'for a new table: a table property (repeatable; an existing table: see alter)', repeatable, [])
     .option('--partition <spec>', 'partition spec, e.g. "day(ts), bucket(16, user_id)"; on an existing table a new spec evolves it')
     .option('--exclude-columns <columns>', 'input columns not to store, comma-separated (e.g. the op,seq that steer a merge)')
+    .option('--txn <batch>', 'exactly-once batch: app=ID,version=N (the application and the batch version); a batch already committed (version not above the table\'s latest for the app) writes nothing')
     .option('--json', 'print the result as JSON')
-    .action(async (table: string, o: { input: string[]; inputFormat?: string; mode: string; schema?: string; formats?: string; property: string[]; partition?: string; key?: string; orderBy?: string; deleteWhen?: string; strategy?: string; excludeColumns?: string; json?: boolean }, cmd: Command) => {
+    .action(async (table: string, o: { input: string[]; inputFormat?: string; mode: string; schema?: string; formats?: string; property: string[]; partition?: string; key?: string; orderBy?: string; deleteWhen?: string; strategy?: string; excludeColumns?: string; txn?: string; json?: boolean }, cmd: Command) => {
       if (o.mode !== 'append' && o.mode !== 'overwrite' && o.mode !== 'merge') throw invalidInput(`write: --mode must be append, overwrite or merge, found ${JSON.stringify(o.mode)}`);
       if (o.mode === 'merge' && !o.key) throw invalidInput('write: --mode merge needs --key COLUMNS');
       if (o.mode !== 'merge' && (o.key || o.orderBy || o.deleteWhen || o.strategy)) throw invalidInput('write: --key, --order-by, --delete-when and --strategy go with --mode merge');
       const format = o.inputFormat ? parseInputFormat(o.inputFormat) : undefined;
+      const txn = o.txn !== undefined ? parseTxnOption(o.txn) : undefined;
       let input: WriteInput;
       const stdin = o.input.includes('-');
       if (stdin) {
@@ -149,7 +152,7 @@ export function registerCommands(program: Command): void {
       const sizes = stdin ? [] : await Promise.all(o.input.map(async (p) => { const info = await stat(p).catch(() => undefined); return info?.isFile() ? info.size : undefined; }));
       const size = sizes.length > 0 && sizes.every((s) => s !== undefined) ? sizes.reduce((a, b) => a! + b!, 0) : undefined;
       await using(cmd, async (lake) => {
-        const common = { schema, formats: o.formats ? parseFormats(o.formats) : undefined, properties: parseProperties(o.property), partition: o.partition, excludeColumns: o.excludeColumns?.split(',').map((c) => c.trim()).filter(Boolean) };
+        const common = { schema, formats: o.formats ? parseFormats(o.formats) : undefined, properties: parseProperties(o.property), partition: o.partition, excludeColumns: o.excludeColumns?.split(',').map((c) => c.trim()).filter(Boolean), txn };
         const result = await withProgress(`writing ${label}`, size, lake, () =>
           o.mode === 'merge'
             ? lake.table(table).merge(input, { ...common, keys: o.key!.split(',').map((k) => k.trim()).filter(Boolean), orderBy: o.orderBy, deleteWhen: o.deleteWhen, strategy: o.strategy as RowChangeStrategy | undefined })

@@ -162,7 +162,17 @@ export function printDescription(d: TableDescription): string {
 
 /** A write's result; only the formats the table keeps are named (a Delta-only write has no snapshot). */
 export function printWriteResult(result: WriteResult | MergeResult): string {
+  const txn = result.txn;
+  if (txn?.status === 'already-committed') {
+    const lines = [
+      `skipped ${result.table} (${result.mode}): batch ${txn.appId} version ${txn.version} is already committed (the table holds ${txn.appId} up to version ${txn.latestVersion}); nothing was written`,
+    ];
+    if (result.snapshotId !== undefined) lines.push(`  iceberg snapshot  ${result.snapshotId}`);
+    if (result.deltaVersion !== undefined) lines.push(`  delta version     ${result.deltaVersion}`);
+    return lines.join('\n');
+  }
   const lines = [`${result.created ? 'created' : 'wrote'} ${result.table} (${result.mode})`];
+  if (txn) lines.push(`  batch             ${txn.appId} version ${txn.version}`);
   if ('inserted' in result) {
     const how = result.strategy === 'merge-on-read' ? `${result.deleteFiles} delete files written` : `${result.rewrittenFiles} files rewritten`;
     lines.push(`  merged            ${result.inserted} inserted, ${result.updated} updated, ${result.deleted} deleted, ${how} (${result.strategy})`);

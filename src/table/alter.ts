@@ -116,7 +116,7 @@ export async function alterTable(ctx: TableContext, opts: AlterOptions): Promise
       const plan = planSchema(ctx, metadata, currentSchema(metadata), {});
       const summary = { ...operationSummary('alter', parameters), ...(addsDelta ? { [DELTA_START_KEY]: 'true' } : {}) };
       const outcome = await commitChange(ctx, plan, { operation: 'append', added: [], replaceAll: false, summary, updates }, loaded, {});
-      if (outcome.status === 'schema-moved') {
+      if (outcome.status !== 'committed') {
         loaded = outcome.loaded;
         continue;
       }

@@ -1,4 +1,4 @@
-import { isTwinlakeError, TwinlakeError } from '../core/errors.ts';
+import { isTwinlakeError } from '../core/errors.ts';
 import { newSnapshotId } from '../core/ids.ts';
 import { ensureNamespace, type LoadTableResult } from '../catalog/catalog.ts';
 import { currentSchema, currentSnapshot } from '../spec/iceberg/table-metadata.ts';
@@ -10,6 +10,8 @@ import { SnapshotProducer, type SnapshotChange } from './snapshot-producer.ts';
 import type { TableContext } from './table-context.ts';
 import { identString } from './table-context.ts';
 import { tableFormats } from './table-properties.ts';
+import { CommitRetry, commitRetryPolicy } from './commit-retry.ts';
+import { checkTxn, latestIcebergTxn, txnOutcome, txnSummary, type TxnResult } from './write-txn.ts';
 import { TWINLAKE_VERSION } from './version.ts';
 import type { WriteOptions } from './writer.ts';
 
@@ -18,16 +20,20 @@ import type { WriteOptions } from './writer.ts';
  * swapped in through the catalog; a lost compare-and-swap rebuilds it on the winner's metadata.
  */
 
-const MAX_COMMIT_ATTEMPTS = 50;
-
 export type CommitOutcome =
-  | { status: 'committed'; metadata: TableMetadata; snapshot: NonNullable<ReturnType<typeof currentSnapshot>>; created: boolean }
-  | { status: 'schema-moved'; loaded: LoadTableResult };
+  | { status: 'committed'; metadata: TableMetadata; snapshot: NonNullable<ReturnType<typeof currentSnapshot>>; created: boolean; txn?: TxnResult }
+  | { status: 'schema-moved'; loaded: LoadTableResult }
+  /** The write's `txn` names a batch the table already holds: nothing was committed. */
+  | { status: 'already-committed'; loaded: LoadTableResult; txn: TxnResult };
 
 /**
  * Commits a snapshot change through the catalog, rebuilding it on the newest metadata when a
- * concurrent commit wins. 'schema-moved' means the batch must be prepared again: its columns or
- * partitioning changed underneath, or (for merges and deletes) a file it rewrites is gone.
+ * concurrent commit wins; each lost attempt spends one retry of `retry` (the table's
+ * `commit.retry.*` policy, shared with the caller's own loop). 'schema-moved' means the batch must
+ * be prepared again: its columns or partitioning changed underneath, or (for merges and deletes) a
+ * file it rewrites is gone. With `opts.txn`, every attempt first checks its fresh base: a batch
+ * the table already holds is 'already-committed', so of two writers racing with one batch, the
+ * loser finds the winner's snapshot and commits nothing.
  */
 export async function commitChange(
   ctx: TableContext,
@@ -35,24 +41,31 @@ export async function commitChange(
   change: SnapshotChange,
   loaded: LoadTableResult | undefined,
   opts: WriteOptions,
+  retry: CommitRetry = new CommitRetry(commitRetryPolicy(loaded?.metadata.properties ?? plan.newTable?.properties ?? {}), `write ${identString(ctx.ident)}`),
 ): Promise<CommitOutcome> {
   const snapshotId = newSnapshotId();
   const producer = new SnapshotProducer(ctx.io, snapshotId, change);
+  const txn = opts.txn ? checkTxn(opts.txn, 'txn') : undefined;
+  const txnEntries = txn ? txnSummary(txn) : {};
   let committed = false;
   try {
     let base = loaded;
-    for (let attempt = 0; attempt < MAX_COMMIT_ATTEMPTS; attempt++) {
-      if (attempt > 0) await backoff(attempt);
+    for (;;) {
       if (!base && plan.newTable) {
-        const outcome = await createWithSnapshot(ctx, plan, producer);
+        const outcome = await createWithSnapshot(ctx, plan, producer, txnEntries);
         if (outcome) {
           committed = true;
-          return outcome;
+          return txn ? { ...outcome, txn: txnOutcome(txn, undefined) } : outcome;
         }
-        base = await ctx.catalog.loadTable(ctx.ident); // someone else created it first
+        await retry.lost('another writer created the table first');
+        base = await ctx.catalog.loadTable(ctx.ident);
         continue;
       }
       if (!base) base = await ctx.catalog.loadTable(ctx.ident);
+      retry.use(commitRetryPolicy(base.metadata.properties));
+      const latest = txn && latestIcebergTxn(base.metadata, txn.appId);
+      const txnResult = txn && txnOutcome(txn, latest);
+      if (txnResult?.status === 'already-committed') return { status: 'already-committed', loaded: base, txn: txnResult };
       const rebased = rebasePlan(ctx, plan, base.metadata, opts);
       if (!rebased) return { status: 'schema-moved', loaded: base };
       const { requirements } = rebased;
@@ -65,7 +78,7 @@ export async function commitChange(
       try {
         produced = await producer.produce(metadataForSnapshot, nowMs, {
           schema: currentSchema(metadataForSnapshot),
-          summaryExtra: await summaryExtra(ctx, metadataForSnapshot, base.metadata, parent, change),
+          summaryExtra: { ...(await summaryExtra(ctx, metadataForSnapshot, base.metadata, parent, change)), ...txnEntries },
         });
       } catch (e) {
         // A file this change rewrites was removed by a concurrent commit: prepare it again.
@@ -78,12 +91,12 @@ export async function commitChange(
       });
       if (result.status === 'committed') {
         committed = true;
-        return { status: 'committed', metadata: result.metadata, snapshot: produced.snapshot, created: false };
+        return { status: 'committed', metadata: result.metadata, snapshot: produced.snapshot, created: false, ...(txnResult ? { txn: txnResult } : {}) };
       }
       await ctx.io.deleteQuietly(produced.attemptFiles);
+      await retry.lost(result.reason);
       base = await ctx.catalog.loadTable(ctx.ident);
     }
-    throw new TwinlakeError('commit-conflict', `write ${identString(ctx.ident)}: gave up after ${MAX_COMMIT_ATTEMPTS} attempts lost to concurrent commits`);
   } finally {
     if (!committed) await producer.abandon();
   }
@@ -106,10 +119,15 @@ async function summaryExtra(
   return extra;
 }
 
-async function createWithSnapshot(ctx: TableContext, plan: SchemaPlan, producer: SnapshotProducer): Promise<CommitOutcome | undefined> {
+async function createWithSnapshot(
+  ctx: TableContext,
+  plan: SchemaPlan,
+  producer: SnapshotProducer,
+  txnEntries: Record<string, string>,
+): Promise<Extract<CommitOutcome, { status: 'committed' }> | undefined> {
   const base = plan.newTable!;
   const nowMs = Math.max(ctx.clock.nowMs(), base['last-updated-ms'] + 1);
-  const produced = await producer.produce(base, nowMs, { schema: plan.schema, summaryExtra: await summaryExtra(ctx, base, undefined, undefined, producer.change) });
+  const produced = await producer.produce(base, nowMs, { schema: plan.schema, summaryExtra: { ...(await summaryExtra(ctx, base, undefined, undefined, producer.change)), ...txnEntries } });
   const metadata = applyUpdates(
     base,
     [
@@ -129,9 +147,4 @@ async function createWithSnapshot(ctx: TableContext, plan: SchemaPlan, producer:
     }
     throw e;
   }
-}
-
-function backoff(attempt: number): Promise<void> {
-  const ms = Math.min(200, 5 * attempt) + Math.random() * 20 * Math.min(attempt, 5);
-  return new Promise((r) => setTimeout(r, ms));
 }

@@ -17,6 +17,7 @@ import { deleteFileKey } from '../spec/iceberg/manifest.ts';
 import { deltaDescriptor } from './row-deletes.ts';
 import { intProp, Props, readPhysicalNames } from './table-properties.ts';
 import { ENGINE_INFO } from './version.ts';
+import { snapshotTxn } from './write-txn.ts';
 
 /**
  * The Delta log as a deterministic projection of the Iceberg snapshot lineage (DESIGN.md §1).
@@ -207,6 +208,9 @@ export function snapshotActions(metadata: TableMetadata, snapshot: Snapshot, fil
     actions.push({ metaData: deltaMetadata(metadata, schema, ts, dvAfter) });
   }
   actions.push({ txn: { appId: `iceberg:${metadata['table-uuid']}`, version: snapshot['sequence-number'], lastUpdated: ts } });
+  // The batch of an idempotent write (write-txn.ts), derived from the snapshot summary.
+  const batch = snapshotTxn(snapshot);
+  if (batch) actions.push({ txn: batch });
 
   // Row-level deletes: a data file's DV is part of its logical file in Delta, so a new, changed or
   // dropped DV is the file removed with its old DV and added again with the new one.

@@ -1,4 +1,4 @@
-import { invalidInput, isTwinlakeError, TwinlakeError, unsupported } from '../core/errors.ts';
+import { invalidInput, isTwinlakeError, unsupported } from '../core/errors.ts';
 import { newUuid } from '../core/ids.ts';
 import type { Action, AddFile, CommitInfo, Metadata, RemoveFile } from '../spec/delta/actions.ts';
 import { fromDeltaSchema, protocolFor, toDeltaSchema } from '../spec/delta/schema.ts';
@@ -20,11 +20,15 @@ import { identString, warningLog } from './table-context.ts';
 import { boolProp, DEFAULT_TARGET_FILE_SIZE, intProp, Props } from './table-properties.ts';
 import { ENGINE_INFO } from './version.ts';
 import type { WriteOptions, WriteResult } from './writer.ts';
+import { CommitRetry, commitRetryPolicy } from './commit-retry.ts';
+import { checkTxn, deltaTxn, latestDeltaTxn, txnOutcome, type TxnResult } from './write-txn.ts';
 
 /**
  * Writes to a Delta-only table (`formats: [delta]`), where the Delta log is the truth
  * (DESIGN.md §1): data files, then version N+1 written create-only; a taken version means a
- * concurrent writer won, so the commit is rebuilt on the newer version and tried again. The
+ * concurrent writer won, so the commit is rebuilt on the newer version and tried again (the
+ * table's `commit.retry.*` policy, kept in its configuration). With `txn`, each attempt first
+ * checks the newest version's `txn` actions: a batch the table holds is not written again. The
  * schema keeps the same column identity rules as dual tables (field IDs in the Parquet files,
  * column mapping `name`).
  */
@@ -32,31 +36,46 @@ export async function writeDeltaOnly(ctx: TableContext, location: string, input:
   const mode = opts.mode ?? 'append';
   if (opts.partition) throw unsupported(`table ${identString(ctx.ident)}: partitioning a Delta-only table is not supported; keep Iceberg too (the default) to partition`);
   const { warnings, warn } = warningLog(ctx);
+  const txn = opts.txn ? checkTxn(opts.txn, 'txn') : undefined;
   const prepared = await prepareInput(input);
   const { store, key } = ctx.io.storeAt(location);
   try {
     const session = await ctx.session();
     if (await isBlank(prepared)) throw invalidInput(`${prepared.displayName}: no records; nothing was written`);
     let base = await latest(ctx, location);
+    const holds = (b: DeltaSnapshot | undefined) => (txn && b ? txnOutcome(txn, latestDeltaTxn(b.txns, txn.appId)) : undefined);
+    const done = holds(base);
+    if (done?.status === 'already-committed') return alreadyCommitted(ctx, base!, mode, done, warnings);
     let incoming = opts.schema ?? splitExcluded(await inferOrExplain(session, prepared, base && deltaTableSchema(base).schema), opts.excludeColumns, 'write').kept;
     const created = base === undefined;
+    const retry = new CommitRetry(commitRetryPolicy(base?.metadata.configuration ?? opts.properties ?? {}), `delta: write to ${identString(ctx.ident)}`);
 
-    for (let encodeAttempt = 0; encodeAttempt < 5; encodeAttempt++) {
+    for (;;) {
       const plan = planDeltaSchema(base, incoming, opts);
       const encodeStart = performance.now();
       const written = await encode(ctx, { ...plan, location, spec: { 'spec-id': 0, fields: [] } }, prepared, incoming);
       const encodeMs = performance.now() - encodeStart;
       const commitStart = performance.now();
+      let encodeAgain = false;
       try {
-        for (let attempt = 0; attempt < 50; attempt++) {
+        for (let attempt = 0; ; attempt++) {
           if (attempt > 0) {
+            await retry.lost(`version ${base ? base.version + 1 : 0} was taken by a concurrent writer`);
             base = await latest(ctx, location);
-            const again = planDeltaSchema(base, incoming, opts);
-            if (!sameIds(plan.schema, again.schema)) break; // a concurrent writer changed the columns: encode again
+            const again = holds(base);
+            if (again?.status === 'already-committed') {
+              await discardUncommitted(ctx.io, written.files);
+              return alreadyCommitted(ctx, base!, mode, again, warnings);
+            }
+            if (!sameIds(plan.schema, planDeltaSchema(base, incoming, opts).schema)) {
+              encodeAgain = true; // a concurrent writer changed the columns: encode again
+              break;
+            }
           }
+          if (base) retry.use(commitRetryPolicy(base.metadata.configuration));
           const version = base ? base.version + 1 : 0;
           const nowMs = Math.max(ctx.clock.nowMs(), (base?.timestampMs ?? 0) + 1);
-          const actions = commitActions(base, plan, written, mode, nowMs, location);
+          const actions = commitActions(base, plan, written, mode, nowMs, location, txn);
           if (await guardCommit(written.files, () => writeDeltaCommit(store, key, version, actions), (won) => won)) {
             const icebergCommitMs = 0;
             const deltaCommitMs = performance.now() - commitStart;
@@ -75,21 +94,37 @@ export async function writeDeltaOnly(ctx: TableContext, location: string, input:
               warnings,
               schemaChanges: plan.changes,
               timings: { encodeMs, icebergCommitMs, deltaCommitMs, checkpointMs: performance.now() - checkpointStart },
+              ...(txn ? { txn: txnOutcome(txn, latestDeltaTxn(base?.txns, txn.appId)) } : {}),
             };
           }
-          await new Promise((r) => setTimeout(r, Math.random() * 10 * Math.min(attempt + 1, 10)));
         }
       } catch (e) {
         await discardUncommitted(ctx.io, written.files);
         throw e;
       }
-      await discardUncommitted(ctx.io, written.files);
-      base = await latest(ctx, location);
+      if (encodeAgain) await discardUncommitted(ctx.io, written.files);
     }
-    throw new TwinlakeError('commit-conflict', `delta: write to ${identString(ctx.ident)} kept losing to concurrent writers`);
   } finally {
     await prepared.dispose();
   }
+}
+
+/** A write whose batch the Delta-only table already holds: nothing written (see WriteTxn). */
+function alreadyCommitted(ctx: TableContext, base: DeltaSnapshot, mode: WriteResult['mode'], txn: TxnResult, warnings: string[]): WriteResult {
+  return {
+    table: identString(ctx.ident),
+    created: false,
+    mode,
+    deltaVersion: base.version,
+    deltaCommitted: true,
+    files: 0,
+    rows: 0,
+    bytes: 0,
+    warnings,
+    schemaChanges: [],
+    timings: { encodeMs: 0, icebergCommitMs: 0, deltaCommitMs: 0, checkpointMs: 0 },
+    txn,
+  };
 }
 
 async function latest(ctx: TableContext, location: string): Promise<DeltaSnapshot | undefined> {
@@ -175,6 +210,7 @@ function commitActions(
   mode: 'append' | 'overwrite',
   nowMs: number,
   location: string,
+  txn: { appId: string; version: bigint } | undefined,
 ): Action[] {
   const commitInfo: CommitInfo = {
     timestamp: nowMs,
@@ -197,6 +233,7 @@ function commitActions(
     };
     actions.push({ metaData });
   }
+  if (txn) actions.push({ txn: deltaTxn(txn, nowMs) });
   if (mode === 'overwrite' && base) {
     for (const f of base.files) {
       const remove: RemoveFile = { path: f.path, deletionTimestamp: nowMs, dataChange: true, extendedFileMetadata: true, partitionValues: f.partitionValues, size: f.size };

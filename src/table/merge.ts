@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { invalidInput, isTwinlakeError, TwinlakeError, unsupported } from '../core/errors.ts';
+import { invalidInput, isTwinlakeError, unsupported } from '../core/errors.ts';
 import { newUuid } from '../core/ids.ts';
 import { fileUri, localPath } from '../core/uri.ts';
 import { quoteIdent, quoteString } from '../engine/duckdb-session.ts';
@@ -28,7 +28,9 @@ import { operationSummary } from './delta-projection.ts';
 import { planSchema, type SchemaPlan } from './schema-plan.ts';
 import { splitExcluded } from './exclude-columns.ts';
 import { assignPhysicalNames } from './physical-names.ts';
-import { tryLoad, type WriteOptions, type WriteResult } from './writer.ts';
+import { alreadyCommitted, tryLoad, type WriteOptions, type WriteResult } from './writer.ts';
+import { CommitRetry, commitRetryPolicy } from './commit-retry.ts';
+import { checkTxn, latestIcebergTxn, txnOutcome, type TxnResult } from './write-txn.ts';
 import type { LoadTableResult } from '../catalog/catalog.ts';
 
 /**
@@ -95,13 +97,6 @@ async function dropScratch(ctx: TableContext, t: Scratch): Promise<void> {
   for (const name of Object.values(t)) await session.run(`DROP TABLE IF EXISTS ${name}`).catch(() => undefined);
 }
 
-/** A merge or delete whose files were rewritten underneath it runs again on the new snapshot. */
-const MAX_RERUNS = 25;
-
-function jitter(attempt: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, Math.random() * 25 * Math.min(attempt, 8)));
-}
-
 export async function mergeTable(ctx: TableContext, input: WriteInput, opts: MergeOptions): Promise<MergeResult> {
   if (opts.keys.length === 0) throw invalidInput('merge: give at least one key column');
   const prepared = await prepareInput(input);
@@ -110,11 +105,14 @@ export async function mergeTable(ctx: TableContext, input: WriteInput, opts: Mer
   const log = warningLog(ctx);
   const warn = log.warn;
   const t = scratchTables();
+  const txn = opts.txn ? checkTxn(opts.txn, 'txn') : undefined;
   try {
     const session = await ctx.session();
     if (await isBlank(prepared)) throw invalidInput(`${prepared.displayName}: no records; nothing was merged`);
     let loaded = await tryLoad(ctx);
     if (loaded) await repairDelta(ctx, loaded.metadata, warn);
+    const done = txn && loaded && txnOutcome(txn, latestIcebergTxn(loaded.metadata, txn.appId));
+    if (done?.status === 'already-committed') return alreadyMerged(ctx, loaded!, done, log, rowChangeStrategy(loaded!.metadata, 'merge', opts.strategy));
     const inferred = opts.schema && !opts.excludeColumns?.length ? opts.schema : await inferOrExplain(session, prepared, loaded && currentSchema(loaded.metadata));
     // Excluded columns steer the merge (deleteWhen, orderBy) but are not stored in the table.
     const split = splitExcluded(inferred, opts.excludeColumns, 'merge');
@@ -125,9 +123,9 @@ export async function mergeTable(ctx: TableContext, input: WriteInput, opts: Mer
     // A table this merge creates has no rows to delete: its first batch is an insert.
     const strategyFor = (l: LoadTableResult | undefined) => (l ? rowChangeStrategy(l.metadata, 'merge', opts.strategy) : checkStrategy(opts.strategy, 'merge'));
     strategyFor(loaded);
+    const retry = new CommitRetry(commitRetryPolicy(loaded?.metadata.properties ?? opts.properties ?? {}), `merge ${identString(ctx.ident)}`);
 
-    for (let attempt = 0; attempt < MAX_RERUNS; attempt++) {
-      if (attempt > 0) await jitter(attempt);
+    for (;;) {
       const strategy = strategyFor(loaded);
       const plan = planSchema(ctx, loaded?.metadata, incoming, opts);
       requireSameNames(plan);
@@ -163,14 +161,15 @@ export async function mergeTable(ctx: TableContext, input: WriteInput, opts: Mer
               rowLineage: touched.length > 0 && rows.lineage,
             }
           : { strategy, touched, sql: inserts, deletedRowsSql: `SELECT * FROM ${t.hits}` };
-      const done = await rewrite(ctx, plan, loaded, rows, change, { displayName: 'merge', strategy, summary: mergeSummary(opts) }, opts, log);
+      const done = await rewrite(ctx, plan, loaded, rows, change, { displayName: 'merge', strategy, summary: mergeSummary(opts) }, opts, log, retry);
+      if (done.status === 'already-committed') return alreadyMerged(ctx, done.loaded, done.txn, log, strategy);
       if (done.status === 'rerun') {
         loaded = done.loaded;
+        await retry.lost('a concurrent commit rewrote or changed the deletes of a file this merge touches');
         continue;
       }
       return { ...done.result, inserted: counts.inserted, updated: counts.updated, deleted: counts.deleted };
     }
-    throw new TwinlakeError('commit-conflict', `merge ${identString(ctx.ident)}: concurrent commits kept rewriting the same files`);
   } finally {
     await dropScratch(ctx, t);
     await rm(staging, { recursive: true, force: true });
@@ -195,8 +194,8 @@ export async function deleteRows(ctx: TableContext, where: string, opts: DeleteO
 
 async function deleteAttempts(ctx: TableContext, t: Scratch, where: string, opts: DeleteOptions, log: WarningLog, first: LoadTableResult): Promise<MergeResult> {
   let loaded = first;
-  for (let attempt = 0; attempt < MAX_RERUNS; attempt++) {
-    if (attempt > 0) await jitter(attempt);
+  const retry = new CommitRetry(commitRetryPolicy(first.metadata.properties), `delete ${identString(ctx.ident)}`);
+  for (;;) {
     const metadata = loaded.metadata;
     const strategy = rowChangeStrategy(metadata, 'delete', opts.strategy);
     const schema = currentSchema(metadata);
@@ -220,14 +219,22 @@ async function deleteAttempts(ctx: TableContext, t: Scratch, where: string, opts
       strategy === 'copy-on-write'
         ? { strategy, touched, sql: `SELECT * FROM (${await rows.keep(touched)}) AS r WHERE (${filter.sql}) IS NOT TRUE`, rowLineage: rows.lineage }
         : { strategy, touched, deletedRowsSql: `SELECT * FROM ${t.hits}` };
-    const done = await rewrite(ctx, plan, loaded, rows, change, { displayName: 'delete', strategy, summary: operationSummary('delete', { predicate: where }) }, {}, log);
-    if (done.status === 'rerun') {
+    const done = await rewrite(ctx, plan, loaded, rows, change, { displayName: 'delete', strategy, summary: operationSummary('delete', { predicate: where }) }, {}, log, retry);
+    if (done.status !== 'done') {
       loaded = done.loaded;
+      await retry.lost('a concurrent commit rewrote or changed the deletes of a file this delete touches');
       continue;
     }
     return { ...done.result, inserted: 0, updated: 0, deleted: deletedRows };
   }
-  throw new TwinlakeError('commit-conflict', `delete ${identString(ctx.ident)}: concurrent commits kept rewriting the same files`);
+}
+
+/** A merge whose batch the table already holds (see WriteTxn): nothing merged. */
+function alreadyMerged(ctx: TableContext, loaded: LoadTableResult, txn: TxnResult, log: WarningLog, strategy: RowChangeStrategy): MergeResult {
+  return {
+    ...alreadyCommitted(ctx, loaded, 'merge', txn, log.warnings),
+    inserted: 0, updated: 0, deleted: 0, rewrittenFiles: 0, rewrittenBytes: 0, strategy, deleteFiles: 0, deleteBytes: 0,
+  };
 }
 
 function zeroTimings() {
@@ -235,7 +242,10 @@ function zeroTimings() {
 }
 
 
-type Rewritten = { status: 'rerun'; loaded: LoadTableResult } | { status: 'done'; result: Omit<MergeResult, 'inserted' | 'updated' | 'deleted'> };
+type Rewritten =
+  | { status: 'rerun'; loaded: LoadTableResult }
+  | { status: 'already-committed'; loaded: LoadTableResult; txn: TxnResult }
+  | { status: 'done'; result: Omit<MergeResult, 'inserted' | 'updated' | 'deleted'> };
 
 /**
  * What a merge or delete changes in the files it touches:
@@ -262,6 +272,7 @@ async function rewrite(
   what: { displayName: 'merge' | 'delete'; strategy: RowChangeStrategy; summary: Record<string, string> },
   opts: WriteOptions,
   log: WarningLog,
+  retry: CommitRetry,
 ): Promise<Rewritten> {
   const { touched } = change;
   const written: EncodedFiles =
@@ -300,10 +311,16 @@ async function rewrite(
       },
       loaded,
       opts,
+      retry,
     ), (o) => o.status === 'committed');
   } catch (e) {
     await cleanup();
     throw e;
+  }
+  if (outcome.status === 'already-committed') {
+    await cleanup();
+    await repairDelta(ctx, outcome.loaded.metadata, log.warn); // the winner may have stopped before its Delta commit
+    return outcome;
   }
   if (outcome.status === 'schema-moved') {
     await cleanup();
@@ -332,6 +349,7 @@ async function rewrite(
       strategy: what.strategy,
       deleteFiles: deletes.deletes.length,
       deleteBytes: deletes.bytes,
+      ...(outcome.txn ? { txn: outcome.txn } : {}),
     },
   };
 }

@@ -15,7 +15,11 @@ export const Props = {
   manifestMinCountToMerge: 'commit.manifest.min-count-to-merge',
   manifestMergeEnabled: 'commit.manifest-merge.enabled',
   avroCompression: 'write.avro.compression-codec',
+  /** Iceberg's commit retry settings; see commit-retry.ts for how they are used and Twinlake's defaults. */
   commitRetries: 'commit.retry.num-retries',
+  commitMinWaitMs: 'commit.retry.min-wait-ms',
+  commitMaxWaitMs: 'commit.retry.max-wait-ms',
+  commitTotalTimeoutMs: 'commit.retry.total-timeout-ms',
   nameMapping: 'schema.name-mapping.default',
   deltaCheckpointInterval: 'delta.checkpointInterval',
   /** How merges change rows: `copy-on-write` (default) or `merge-on-read` (deletion vectors). */
@@ -142,7 +146,9 @@ export function checkPropertyValues(properties: Record<string, string>, formatVe
   const asMetadata = { properties, 'format-version': formatVersion } as TableMetadata;
   rowChangeStrategy(asMetadata, 'merge');
   rowChangeStrategy(asMetadata, 'delete');
-  for (const key of [Props.targetFileSize, Props.manifestMinCountToMerge, Props.commitRetries, Props.deltaCheckpointInterval]) intProp(properties, key, 1);
+  for (const key of [Props.targetFileSize, Props.manifestMinCountToMerge, Props.commitTotalTimeoutMs, Props.deltaCheckpointInterval]) intProp(properties, key, 1);
+  // Retries and waits may be 0.
+  for (const key of [Props.commitRetries, Props.commitMinWaitMs, Props.commitMaxWaitMs]) if (properties[key] !== '0') intProp(properties, key, 1);
   for (const key of [Props.schemaEvolution, Props.manifestMergeEnabled]) boolProp(properties, key, true);
   tableFormats(properties);
 }

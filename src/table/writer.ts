@@ -1,11 +1,14 @@
-import { invalidInput, isTwinlakeError, TwinlakeError, unsupported } from '../core/errors.ts';
+import { invalidInput, isTwinlakeError, unsupported } from '../core/errors.ts';
 import { ensureNamespace, type LoadTableResult } from '../catalog/catalog.ts';
 import { indexById, type SchemaChange } from '../spec/iceberg/schema.ts';
-import { currentSchema } from '../spec/iceberg/table-metadata.ts';
+import { currentSchema, currentSnapshot } from '../spec/iceberg/table-metadata.ts';
 import type { StructType, TableMetadata } from '../spec/iceberg/types.ts';
 import { encode, inferOrExplain, type EncodedFiles } from './batch.ts';
 import { commitChange } from './commit.ts';
 import { commitDelta, finishDelta, repairDelta } from './delta-sync.ts';
+import { deltaVersionOf } from './delta-projection.ts';
+import { CommitRetry, commitRetryPolicy } from './commit-retry.ts';
+import { checkTxn, latestIcebergTxn, txnOutcome, type TxnResult, type WriteTxn } from './write-txn.ts';
 import { isBlank } from './input-diagnostics.ts';
 import { prepareInput, type WriteInput } from './input.ts';
 import { discardUncommitted, guardCommit } from './interrupt.ts';
@@ -35,6 +38,12 @@ export interface WriteOptions {
    * `orderBy`), e.g. a CDC feed's `op` and `seq`.
    */
   excludeColumns?: string[];
+  /**
+   * The batch's identity for exactly-once writes: the application and the batch's version. A
+   * batch whose version is not above the table's latest for the application was committed
+   * before, and the write does nothing (`result.txn.status === 'already-committed'`).
+   */
+  txn?: WriteTxn;
 }
 
 export interface WriteResult {
@@ -63,6 +72,8 @@ export interface WriteResult {
    * follows every `delta.checkpointInterval` versions.
    */
   timings: { encodeMs: number; icebergCommitMs: number; deltaCommitMs: number; checkpointMs: number };
+  /** With `txn`: whether this write committed the batch or found it committed already (and wrote nothing). */
+  txn?: TxnResult;
 }
 
 /**
@@ -73,15 +84,20 @@ export interface WriteResult {
 export async function writeTable(ctx: TableContext, input: WriteInput, opts: WriteOptions = {}): Promise<WriteResult> {
   const mode = opts.mode ?? 'append';
   const { warnings, warn } = warningLog(ctx);
+  const txn = opts.txn ? checkTxn(opts.txn, 'txn') : undefined;
   const prepared = await prepareInput(input);
   try {
     const session = await ctx.session();
     if (await isBlank(prepared)) throw invalidInput(`${prepared.displayName}: no records; nothing was written`);
     let loaded = await tryLoad(ctx);
-    let incoming = opts.schema ?? splitExcluded(await inferOrExplain(session, prepared, loaded && currentSchema(loaded.metadata)), opts.excludeColumns, 'write').kept;
     if (loaded) await repairDelta(ctx, loaded.metadata, warn);
+    // A batch the table already holds is not even encoded; the commit checks again (a racing writer).
+    const done = txn && loaded && txnOutcome(txn, latestIcebergTxn(loaded.metadata, txn.appId));
+    if (done?.status === 'already-committed') return alreadyCommitted(ctx, loaded!, mode, done, warnings);
+    let incoming = opts.schema ?? splitExcluded(await inferOrExplain(session, prepared, loaded && currentSchema(loaded.metadata)), opts.excludeColumns, 'write').kept;
+    const retry = new CommitRetry(commitRetryPolicy(loaded?.metadata.properties ?? opts.properties ?? {}), `write ${identString(ctx.ident)}`);
 
-    for (let encodeAttempt = 0; ; encodeAttempt++) {
+    for (;;) {
       const plan = planSchema(ctx, loaded?.metadata, incoming, opts);
       const encodeStart = performance.now();
       const written = await encode(ctx, plan, prepared, incoming);
@@ -92,13 +108,18 @@ export async function writeTable(ctx: TableContext, input: WriteInput, opts: Wri
       try {
         const commitStart = performance.now();
         const change = { operation: mode === 'overwrite' ? 'overwrite' : 'append', added: written.dataFiles, replaceAll: mode === 'overwrite' } as const;
-        const outcome = await guardCommit(written.files, () => commitChange(ctx, plan, change, loaded, opts), (o) => o.status === 'committed');
+        const outcome = await guardCommit(written.files, () => commitChange(ctx, plan, change, loaded, opts, retry), (o) => o.status === 'committed');
         const icebergCommitMs = performance.now() - commitStart;
+        if (outcome.status === 'already-committed') {
+          await discardUncommitted(ctx.io, written.files);
+          await repairDelta(ctx, outcome.loaded.metadata, warn); // the winner may have stopped before its Delta commit
+          return alreadyCommitted(ctx, outcome.loaded, mode, outcome.txn, warnings);
+        }
         if (outcome.status === 'schema-moved') {
           // A concurrent writer changed the columns this batch was encoded against.
           await discardUncommitted(ctx.io, written.files);
           loaded = outcome.loaded;
-          if (encodeAttempt >= 5) throw new TwinlakeError('commit-conflict', `write ${identString(ctx.ident)}: schema kept changing under concurrent writers`);
+          await retry.lost('a concurrent commit changed the schema or partitioning this batch was encoded with');
           continue;
         }
         const { deltaVersion, deltaCommitted, deltaCommitMs, checkpointMs } = await finishDelta(ctx, outcome.metadata, outcome.snapshot, warn);
@@ -115,6 +136,7 @@ export async function writeTable(ctx: TableContext, input: WriteInput, opts: Wri
           warnings,
           schemaChanges: plan.schemaChanges,
           timings: { encodeMs, icebergCommitMs, deltaCommitMs, checkpointMs },
+          ...(outcome.txn ? { txn: outcome.txn } : {}),
         };
       } catch (e) {
         await discardUncommitted(ctx.io, written.files);
@@ -124,6 +146,30 @@ export async function writeTable(ctx: TableContext, input: WriteInput, opts: Wri
   } finally {
     await prepared.dispose();
   }
+}
+
+/**
+ * The result of a write whose batch the table already holds (see WriteTxn): nothing written; the
+ * table's current snapshot and Delta version, unchanged.
+ */
+export function alreadyCommitted(ctx: TableContext, loaded: LoadTableResult, mode: WriteResult['mode'], txn: TxnResult, warnings: string[]): WriteResult {
+  const snapshot = currentSnapshot(loaded.metadata);
+  const delta = tableFormats(loaded.metadata.properties).includes('delta');
+  return {
+    table: identString(ctx.ident),
+    created: false,
+    mode,
+    snapshotId: snapshot?.['snapshot-id'],
+    deltaVersion: delta && snapshot ? deltaVersionOf(snapshot) : undefined,
+    deltaCommitted: delta,
+    files: 0,
+    rows: 0,
+    bytes: 0,
+    warnings,
+    schemaChanges: [],
+    timings: { encodeMs: 0, icebergCommitMs: 0, deltaCommitMs: 0, checkpointMs: 0 },
+    txn,
+  };
 }
 
 export async function tryLoad(ctx: TableContext): Promise<LoadTableResult | undefined> {
