@@ -237,9 +237,9 @@ async function diagnose(session: DuckDBSession, options: EncodeOptions, inputTyp
   const misfit = /JSON transform error in file "([^"]*)", (?:at byte \d+ )?in line (\d+)/.exec(e.message);
   if (misfit && input?.format === 'ndjson' && plainFile(misfit[1]!)) {
     // DuckDB names the line but not the column: find the value whose shape does not fit.
-    const line = Number(misfit[2]);
-    const found = await shapeMismatchAt(misfit[1]!, line, options.schema).catch(() => undefined);
+    const found = await shapeMismatchAt(misfit[1]!, Number(misfit[2]), options.schema).catch(() => undefined);
     if (found) {
+      const { line } = found;
       const value = JSON.stringify(found.value).slice(0, 200);
       return new TwinlakeError('invalid-input', `${where(misfit[1])}: column "${found.path}" at ${lineWord(input, misfit[1]!)} ${line}: expected ${found.expected}, found ${value}`, { line, path: found.path }, { cause: e });
     }
@@ -365,21 +365,43 @@ function lines(path: string): AsyncIterable<string> {
 }
 
 /**
- * The first value of NDJSON line `line` whose JSON kind does not fit its column: an object for a
- * struct or map, an array for a list. (Primitives are read as text and checked by the conversion.)
+ * The value of NDJSON line `line` whose JSON kind does not fit its column: an object for a struct
+ * or map, an array for a list. (Primitives are read as text and checked by the conversion.)
+ * DuckDB names the line after the bad one for an element inside a list: when the named line fits,
+ * the first line that does not is the one.
  */
-async function shapeMismatchAt(path: string, line: number, schema: StructType): Promise<{ path: string; expected: string; value: unknown } | undefined> {
-  let n = 0;
-  for await (const text of lines(path)) {
-    if (++n < line) continue;
-    const record = JSON.parse(text) as Record<string, unknown>;
+async function shapeMismatchAt(path: string, line: number, schema: StructType): Promise<({ line: number } & ShapeMismatch) | undefined> {
+  const mismatchOf = (text: string): ShapeMismatch | undefined => {
+    if (text.trim() === '') return undefined;
+    let record: Record<string, unknown>;
+    try {
+      record = JSON.parse(text) as Record<string, unknown>;
+    } catch {
+      return undefined;
+    }
+    if (record === null || typeof record !== 'object') return undefined;
     for (const f of schema.fields) {
       const found = shapeMismatch(fieldOf(record, f.name), f.type, f.name);
       if (found) return found;
     }
     return undefined;
+  };
+  let first: ({ line: number } & ShapeMismatch) | undefined;
+  let n = 0;
+  for await (const text of lines(path)) {
+    n++;
+    const found = n === line || !first ? mismatchOf(text) : undefined;
+    if (found && n === line) return { line: n, ...found };
+    if (found && !first) first = { line: n, ...found };
+    if (n >= line && first) return first;
   }
-  return undefined;
+  return first;
+}
+
+interface ShapeMismatch {
+  path: string;
+  expected: string;
+  value: unknown;
 }
 
 /** A JSON object's member by name: exact, else the one case-insensitive match. */
@@ -389,7 +411,7 @@ function fieldOf(object: Record<string, unknown>, name: string): unknown {
   return folded.length === 1 ? object[folded[0]!] : undefined;
 }
 
-function shapeMismatch(value: unknown, type: IcebergType, path: string): { path: string; expected: string; value: unknown } | undefined {
+function shapeMismatch(value: unknown, type: IcebergType, path: string): ShapeMismatch | undefined {
   if (value === null || value === undefined || typeof type === 'string') return undefined;
   const isObject = typeof value === 'object' && !Array.isArray(value);
   if (type.type === 'list') {

@@ -295,6 +295,14 @@ describe('a later batch is read against the table schema', () => {
     }
   });
 
+  it('a list element of the wrong shape is named at its own line', async () => {
+    const t = fx.lake.table('nested.element_line');
+    await t.append([ORDER]);
+    const text = ['{"id": 2, "items": [{"sku": "a"}]}', '{"id": 3, "items": [{"sku": "b"}, 5]}', '{"id": 4, "items": [{"sku": "c"}]}', ''].join('\n');
+    const err = await errorOf(t.append({ stream: Readable.from([text]), format: 'ndjson' }));
+    expect(err.message).toMatch(/column "items\.element" at line 2: expected struct<sku: string, qty: long, price: double>, found 5$/);
+  });
+
   it('Delta-only tables read later batches against their schema too', async () => {
     const t = fx.lake.table('nested.delta_only');
     await t.append([{ ...ORDER, m: { a: 'b' } }], { formats: ['delta'] });
