@@ -202,7 +202,7 @@ async function refineFromText(session: DuckDBSession, source: string, struct: St
 }
 
 /**
- * A narrower type a sampled leaf may fit: `int` (every value fits 32 bits), `float` (every value
+ * A narrower type a leaf's values may fit: `int` (every value fits 32 bits), `float` (every value
  * is in a float's range; like any float column it rounds to float precision, as the table asks).
  */
 export type NarrowType = 'int' | 'float';

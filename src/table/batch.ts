@@ -50,8 +50,9 @@ export async function inferOrExplain(session: DuckDBSession, input: PreparedInpu
     return await withLongLines(session, input, async () => {
       const inferred = await inferSchema(session, engineInput(input));
       if (!table) return resolveUnknown(inferred);
-      // JSON and CSV say long and double for every number: their sampled values decide whether
-      // an int or float column must widen. Parquet's types are the values' own.
+      // JSON and CSV say long and double for every number: their values (all of them, so the order
+      // of the rows never matters) decide whether an int or float column must widen. Parquet's
+      // types are the values' own.
       // Objects whose keys vary are sampled as a map: their keys decide whether a struct column reads them.
       const probes = new Map<string, NarrowType>();
       const keyProbes = new Set<string>();
@@ -80,7 +81,7 @@ async function explainEncodeFailure(e: unknown, input: PreparedInput, dataDir: s
 }
 
 export interface AlignOptions {
-  /** Leaves (by path) whose sampled values fit the table's int or float: read as the table's type. */
+  /** Leaves (by path) whose values, all of the input's, fit the table's int or float: read as the table's type. */
   fits?: Set<string>;
   /** Collects the leaves where a batch's long meets an int column, or its double a float column. */
   probes?: Map<string, NarrowType>;
@@ -99,7 +100,7 @@ export interface AlignOptions {
  * row with its column, row and value named (CSV digits become the table's decimal, a whole number
  * goes into a double). Elsewhere the batch's own type stays, for schema evolution to judge:
  * - a wider primitive (int → long, float → double, decimal precision up) widens the table; from
- *   JSON or CSV, whose numbers are all long or double, only when a sampled value needs it
+ *   JSON or CSV, whose numbers are all long or double, only when a value of the input needs it
  *   (`opts.fits` names the leaves whose values fit the table's int or float);
  * - a field the table lacks, in any struct, is added;
  * - `unknown` (only nulls, empty lists or mixed values in the sample) fits any type;
