@@ -111,7 +111,8 @@ export function printHistory(history: HistoryEntry[]): string {
     history.map((h) => ({
       snapshot: h.snapshotId ?? '',
       time: h.timestamp,
-      operation: h.change ? `${h.operation} (${h.change})` : h.operation,
+      // What made the snapshot, when it says more than the operation (an overwrite by a merge; not a delete by a delete).
+      operation: h.change && h.change !== h.operation ? `${h.operation} (${h.change})` : h.operation,
       'delta version': h.deltaVersion ?? '',
       'added files': h.addedFiles,
       'added rows': h.addedRecords,
@@ -207,7 +208,10 @@ export function printTableSummaries(tables: TableSummary[]): string {
  * files a reader must apply to it, indented: `grep -v '^ '` leaves the data files alone.
  */
 export function printFiles(f: LiveFiles): string {
-  const version = [f.snapshotId !== undefined ? `snapshot ${f.snapshotId}` : '', f.deltaVersion !== undefined ? `delta version ${f.deltaVersion}` : ''].filter(Boolean).join(', ');
+  // "iceberg snapshot 7, delta version 4", or "delta version 4": each format named once.
+  const iceberg = f.format === 'iceberg' ? `iceberg${f.snapshotId !== undefined ? ` snapshot ${f.snapshotId}` : ''}` : '';
+  const delta = f.deltaVersion !== undefined ? `delta version ${f.deltaVersion}` : f.format === 'delta' ? 'delta' : '';
+  const version = [iceberg, delta].filter(Boolean).join(', ');
   const withDeletes = f.files.filter((x) => x.deletes.length > 0).length;
   const lines: string[] = [];
   for (const file of f.files) {
@@ -218,7 +222,7 @@ export function printFiles(f: LiveFiles): string {
     }
   }
   const rows = f.files.reduce((a, x) => a + x.records, 0);
-  lines.push(`(${f.files.length} live data file${f.files.length === 1 ? '' : 's'}, ${rows} rows stored, ${withDeletes} with deletes; ${f.format}${version ? ` ${version}` : ''})`);
+  lines.push(`(${f.files.length} live data file${f.files.length === 1 ? '' : 's'}, ${rows} rows stored, ${withDeletes} with deletes; ${version})`);
   return lines.join('\n');
 }
 

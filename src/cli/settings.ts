@@ -1,5 +1,5 @@
 import { dirname, isAbsolute, resolve } from 'node:path';
-import { invalidInput } from '../core/errors.ts';
+import { invalidInput, isTwinlakeError } from '../core/errors.ts';
 import { isJsonObject, parseJson } from '../core/json.ts';
 import { isUri } from '../core/uri.ts';
 import { machineMemoryBytes, parseMemoryLimit, type EngineOptions } from '../engine/engine-settings.ts';
@@ -66,7 +66,10 @@ function checkValue(key: Key, value: unknown, typed: boolean, where: string): st
   if (key === 'memoryLimit') {
     try {
       parseMemoryLimit(value as string, machineMemoryBytes(), where); // the engine's own rule, our message
-    } catch {
+    } catch (e) {
+      // A size below the engine's minimum is not a malformed size: say the minimum.
+      const minimum = isTwinlakeError(e) ? e.context.minimum : undefined;
+      if (typeof minimum === 'string') throw invalidInput(`${where} must be at least ${minimum}, found ${JSON.stringify(value)}`, { key, value });
       bad();
     }
   }

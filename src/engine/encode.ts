@@ -1,8 +1,6 @@
-import { createReadStream } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { mkdir, rename, rm } from 'node:fs/promises';
 import { basename, join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { invalidInput, isTwinlakeError, TwinlakeError } from '../core/errors.ts';
 import { localPathIfFile } from '../core/uri.ts';
 import { typeToString } from '../spec/iceberg/schema.ts';
@@ -13,6 +11,7 @@ import { parseReturnStats, type FileStats } from '../spec/parquet/stats.ts';
 import { quoteIdent, quoteString, type DuckDBSession } from './duckdb-session.ts';
 import type { EngineSettings } from './engine-settings.ts';
 import { describeRelation, inputLabel, inputPaths, type InputFile } from './infer-schema.ts';
+import { firstBadJsonLine, linesReadable, scanLines } from './text-lines.ts';
 
 export interface EncodeOptions {
   /** FROM-clause SQL of the rows to write (see `inputRelation`). */
@@ -222,24 +221,24 @@ async function diagnose(session: DuckDBSession, options: EncodeOptions, inputTyp
   }
   if (input?.format === 'ndjson' && /Malformed JSON/.test(e.message)) {
     for (const path of named ? [named] : paths) {
-      if (!plainFile(path)) continue;
-      const bad = await firstMalformedLine(path).catch(() => undefined);
-      if (bad) return new TwinlakeError('invalid-input', `${where(path)}: ${lineWord(input, path)} ${bad.line}: malformed JSON (${bad.reason})`, { line: bad.line }, { cause: e });
+      if (!linesReadable(path)) continue;
+      const bad = await firstBadJsonLine(path).catch(() => undefined);
+      if (bad) return new TwinlakeError('invalid-input', `${where(path)}: ${lineWord(input, path)} ${bad.line}${bad.problem}`, { line: bad.line }, { cause: e });
     }
   }
   if (input?.format === 'csv' && /Error when sniffing file/.test(e.message)) {
     for (const path of named ? [named] : paths) {
-      if (!plainFile(path)) continue;
+      if (!linesReadable(path)) continue;
       const located = await locateCsvShapeError(session, input, path).catch(() => undefined);
       if (located) return diagnose(session, { ...options, input: { ...input, path } }, inputType, located);
     }
   }
   const misfit = /JSON transform error in file "([^"]*)", (?:at byte \d+ )?in line (\d+)/.exec(e.message);
-  if (misfit && input?.format === 'ndjson' && plainFile(misfit[1]!)) {
+  if (misfit && input?.format === 'ndjson' && linesReadable(misfit[1]!)) {
     // DuckDB names the line but not the column: find the value whose shape does not fit.
-    const line = Number(misfit[2]);
-    const found = await shapeMismatchAt(misfit[1]!, line, options.schema).catch(() => undefined);
+    const found = await shapeMismatchAt(misfit[1]!, Number(misfit[2]), options.schema).catch(() => undefined);
     if (found) {
+      const { line } = found;
       const value = JSON.stringify(found.value).slice(0, 200);
       return new TwinlakeError('invalid-input', `${where(misfit[1])}: column "${found.path}" at ${lineWord(input, misfit[1]!)} ${line}: expected ${found.expected}, found ${value}`, { line, path: found.path }, { cause: e });
     }
@@ -288,7 +287,7 @@ async function locateCsvShapeError(session: DuckDBSession, input: InputFile, pat
   const delimiter = c.delimiter ?? ',';
   const quote = c.quote ?? '"';
   let header: string | undefined;
-  for await (const text of lines(path)) {
+  for await (const { text } of scanLines(path)) {
     header = text;
     break;
   }
@@ -345,41 +344,54 @@ async function firstBadRecord(
 async function positionOf(input: InputFile, path: string | undefined, record: number): Promise<string> {
   if (path !== undefined && inputLabel(input, path).unit === 'record') return `record ${record}`;
   if (input.format === 'csv') return `line ${record + (input.csv?.header ?? true ? 1 : 0)}`;
-  if (input.format !== 'ndjson' || path === undefined || !plainFile(path)) return `record ${record}`;
+  if (input.format !== 'ndjson' || path === undefined || !linesReadable(path)) return `record ${record}`;
   let line = 0;
   let seen = 0;
-  for await (const text of lines(path)) {
+  for await (const { text, bytes } of scanLines(path)) {
     line++;
-    if (text.trim() !== '' && ++seen === record) return `line ${line}`;
+    if ((text === undefined ? bytes > 0 : text.trim() !== '') && ++seen === record) return `line ${line}`;
   }
   return `record ${record}`;
 }
 
-/** One uncompressed file, which can be read line by line here as DuckDB read it. */
-function plainFile(path: string): boolean {
-  return !/[*?[]/.test(path) && !/\.(gz|zst|zstd)$/i.test(path);
-}
-
-function lines(path: string): AsyncIterable<string> {
-  return createInterface({ input: createReadStream(localPathIfFile(path), { encoding: 'utf8' }), crlfDelay: Infinity });
-}
-
 /**
- * The first value of NDJSON line `line` whose JSON kind does not fit its column: an object for a
- * struct or map, an array for a list. (Primitives are read as text and checked by the conversion.)
+ * The value of NDJSON line `line` whose JSON kind does not fit its column: an object for a struct
+ * or map, an array for a list. (Primitives are read as text and checked by the conversion.)
+ * DuckDB names the line after the bad one for an element inside a list: when the named line fits,
+ * the first line that does not is the one.
  */
-async function shapeMismatchAt(path: string, line: number, schema: StructType): Promise<{ path: string; expected: string; value: unknown } | undefined> {
-  let n = 0;
-  for await (const text of lines(path)) {
-    if (++n < line) continue;
-    const record = JSON.parse(text) as Record<string, unknown>;
+async function shapeMismatchAt(path: string, line: number, schema: StructType): Promise<({ line: number } & ShapeMismatch) | undefined> {
+  const mismatchOf = (text: string | undefined): ShapeMismatch | undefined => {
+    if (text === undefined || text.trim() === '') return undefined;
+    let record: Record<string, unknown>;
+    try {
+      record = JSON.parse(text) as Record<string, unknown>;
+    } catch {
+      return undefined;
+    }
+    if (record === null || typeof record !== 'object') return undefined;
     for (const f of schema.fields) {
       const found = shapeMismatch(fieldOf(record, f.name), f.type, f.name);
       if (found) return found;
     }
     return undefined;
+  };
+  let first: ({ line: number } & ShapeMismatch) | undefined;
+  let n = 0;
+  for await (const { text } of scanLines(path)) {
+    n++;
+    const found = n === line || !first ? mismatchOf(text) : undefined;
+    if (found && n === line) return { line: n, ...found };
+    if (found && !first) first = { line: n, ...found };
+    if (n >= line && first) return first;
   }
-  return undefined;
+  return first;
+}
+
+interface ShapeMismatch {
+  path: string;
+  expected: string;
+  value: unknown;
 }
 
 /** A JSON object's member by name: exact, else the one case-insensitive match. */
@@ -389,7 +401,7 @@ function fieldOf(object: Record<string, unknown>, name: string): unknown {
   return folded.length === 1 ? object[folded[0]!] : undefined;
 }
 
-function shapeMismatch(value: unknown, type: IcebergType, path: string): { path: string; expected: string; value: unknown } | undefined {
+function shapeMismatch(value: unknown, type: IcebergType, path: string): ShapeMismatch | undefined {
   if (value === null || value === undefined || typeof type === 'string') return undefined;
   const isObject = typeof value === 'object' && !Array.isArray(value);
   if (type.type === 'list') {
@@ -412,21 +424,6 @@ function shapeMismatch(value: unknown, type: IcebergType, path: string): { path:
   for (const f of type.fields) {
     const found = shapeMismatch(fieldOf(object, f.name), f.type, `${path}.${f.name}`);
     if (found) return found;
-  }
-  return undefined;
-}
-
-async function firstMalformedLine(path: string): Promise<{ line: number; reason: string } | undefined> {
-  let line = 0;
-  for await (const text of lines(path)) {
-    line++;
-    if (text.trim() === '') continue;
-    try {
-      const value = JSON.parse(text);
-      if (value === null || typeof value !== 'object' || Array.isArray(value)) return { line, reason: 'expected an object' };
-    } catch (err) {
-      return { line, reason: err instanceof Error ? err.message : String(err) };
-    }
   }
   return undefined;
 }

@@ -74,7 +74,7 @@ export function parseMemoryLimit(text: string, machineBytes: number, from: strin
   }
   const bytes = Math.floor(Number(m[1]) * factor);
   if (bytes < MIN_MEMORY_BYTES) {
-    throw invalidInput(`engine: ${from} must be at least ${formatBytes(MIN_MEMORY_BYTES)}, found ${JSON.stringify(text)}`);
+    throw invalidInput(`engine: ${from} must be at least ${formatBytes(MIN_MEMORY_BYTES)}, found ${JSON.stringify(text)}`, { minimum: formatBytes(MIN_MEMORY_BYTES) });
   }
   return bytes;
 }

@@ -117,9 +117,16 @@ interface Leaf {
   set: (t: IcebergType) => void;
 }
 
-function leavesOf(struct: StructType, alias: string): Leaf[] {
+/** A map of an inferred type: SQL of its keys (a list, of every map when it sits inside a list). */
+interface MapNode {
+  path: string;
+  keysSql: string;
+}
+
+function leavesOf(struct: StructType, alias: string, maps?: MapNode[]): Leaf[] {
   const out: Leaf[] = [];
   const visit = (type: IcebergType, path: string, sql: string, inList: boolean, set: (t: IcebergType) => void) => {
+    if (typeof type !== 'string' && type.type === 'map') maps?.push({ path, keysSql: inList ? `flatten(list_transform(${sql}, lambda x: map_keys(x)))` : `map_keys(${sql})` });
     if (typeof type === 'string') {
       out.push({ path, type, sql, inList, set });
     } else if (type.type === 'struct') {
@@ -195,28 +202,48 @@ async function refineFromText(session: DuckDBSession, source: string, struct: St
 }
 
 /**
- * A narrower type a sampled leaf may fit: `int` (every value fits 32 bits), `float` (every value
+ * A narrower type a leaf's values may fit: `int` (every value fits 32 bits), `float` (every value
  * is in a float's range; like any float column it rounds to float precision, as the table asks).
  */
 export type NarrowType = 'int' | 'float';
 
+/** What the values of a whole input say that its sampled types do not (see `inputFacts`). */
+export interface InputFacts {
+  /** Leaves (by path) whose values all fit the narrower type asked for. */
+  fits: Set<string>;
+  /** Maps (by path) asked about: their distinct keys, sorted (numbers within keys by value). */
+  keys: Map<string, string[]>;
+}
+
 /**
- * Which leaves of an inferred schema (by path, as `leavesOf` names them) have sampled values that
- * all fit the narrower type asked for. JSON and CSV have one integer and one fraction type, so
- * their `long` and `double` say nothing about an `int` or `float` column: the values decide.
+ * One pass over the whole input (not a sample, so the answer never depends on where in the input
+ * a value sits) that says, by path as `leavesOf` names them:
+ * - which leaves have values that all fit the narrower type asked for: JSON and CSV have one
+ *   integer and one fraction type, so their `long` and `double` say nothing about an `int` or
+ *   `float` column: the values decide;
+ * - the keys of the maps asked about: objects whose keys vary are sampled as a map, and only
+ *   their keys say whether they fit a struct column.
  */
-export async function sampledFits(session: DuckDBSession, input: InputFile, struct: StructType, probes: Map<string, NarrowType>): Promise<Set<string>> {
-  const leaves = leavesOf(resolveUnknown(struct), 'src').filter((l) => probes.has(l.path));
-  if (leaves.length === 0) return new Set();
+export async function inputFacts(session: DuckDBSession, input: InputFile, struct: StructType, probes: Map<string, NarrowType>, mapPaths: ReadonlySet<string> = new Set()): Promise<InputFacts> {
+  const maps: MapNode[] = [];
+  const leaves = leavesOf(resolveUnknown(struct), 'src', maps).filter((l) => probes.has(l.path));
+  const asked = maps.filter((m) => mapPaths.has(m.path));
+  if (leaves.length === 0 && asked.length === 0) return { fits: new Set(), keys: new Map() };
   // DuckDB casts a number beyond a float's range to infinity, not NULL.
   const misfit = (l: Leaf) =>
     probes.get(l.path) === 'int'
       ? (v: string) => `TRY_CAST(trim(${v}) AS INTEGER) IS NULL`
       : (v: string) => `(TRY_CAST(trim(${v}) AS FLOAT) IS NULL OR (isfinite(TRY_CAST(trim(${v}) AS DOUBLE)) AND NOT isfinite(TRY_CAST(trim(${v}) AS FLOAT))))`;
-  const aggregates = leaves.map((l, i) => `${countOf(l, misfit(l))} AS m${i}`);
+  const aggregates = [
+    ...leaves.map((l, i) => `${countOf(l, misfit(l))} AS m${i}`),
+    ...asked.map((m, i) => `list_distinct(flatten(list(list_distinct(${m.keysSql})))) AS k${i}`),
+  ];
   const source = inputRelation(input, resolveUnknown(struct));
-  const [row] = await session.all(`SELECT ${aggregates.join(', ')} FROM (SELECT * FROM ${source} LIMIT ${SAMPLE_ROWS}) AS src`);
-  return new Set(leaves.filter((_, i) => Number(row[`m${i}`]) === 0).map((l) => l.path));
+  const [row] = await session.all(`SELECT ${aggregates.join(', ')} FROM ${source} AS src`);
+  return {
+    fits: new Set(leaves.filter((_, i) => Number(row[`m${i}`]) === 0).map((l) => l.path)),
+    keys: new Map(asked.map((m, i) => [m.path, ((row[`k${i}`] as unknown[] | null) ?? []).map(String).sort((a, b) => a.localeCompare(b, 'en', { numeric: true }))])),
+  };
 }
 
 /**

@@ -178,9 +178,11 @@ function truncateSql(type: string, column: string, width: number, where: string)
       const x = `CAST(${column} AS ${wide})`;
       const step = `((${x} % ${width}) + ${width})`;
       const out = `(${x} - (${step} % ${width}))`;
+      // Worded as truncateOverflow in transforms.ts words it.
       const message = `${where}: truncate[${width}] of ${type} `;
-      const why = ` is below the smallest ${type} (${min}); Iceberg Java would wrap it into the largest partition, where range filters never find it`;
-      return `CASE WHEN ${out} < ${min} OR ${step} > ${max} THEN error(${quoteString(message)} || CAST(${column} AS VARCHAR) || ${quoteString(why)}) ELSE CAST(${out} AS VARCHAR) END`;
+      const below = `${quoteString(': its truncation, ')} || CAST(${out} AS VARCHAR) || ${quoteString(`, would be below the smallest ${type} (${min}); Iceberg Java would wrap it into the largest partition, where range filters never find it`)}`;
+      const past = quoteString(`: Iceberg's formula (v % ${width}) + ${width} would pass the largest ${type} (${max}); Iceberg Java would put it in a partition that is not its truncation, where filters never find it`);
+      return `CASE WHEN ${out} < ${min} OR ${step} > ${max} THEN error(${quoteString(message)} || CAST(${column} AS VARCHAR) || CASE WHEN ${out} < ${min} THEN ${below} ELSE ${past} END) ELSE CAST(${out} AS VARCHAR) END`;
     }
     case 'string':
       return `url_encode(tl_truncate_text(${column}, ${width}))`;

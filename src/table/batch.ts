@@ -9,7 +9,7 @@ import { describeReadError, encodeParquet, type EncodedFileStats } from '../engi
 import { partitionKeys, registerPartitionFunctions } from '../engine/partition-keys.ts';
 import { partitionPathSegment } from '../spec/iceberg/transforms.ts';
 import type { LiteralValue } from '../spec/scan-task.ts';
-import { inferSchema, inputRelation, resolveUnknown, sampledFits, type NarrowType } from '../engine/infer-schema.ts';
+import { inferSchema, inputFacts, inputRelation, resolveUnknown, type NarrowType } from '../engine/infer-schema.ts';
 import type { FileIO } from '../io/file-io.ts';
 import { canPromote, indexById, ROW_LINEAGE_FIELDS, typeToString } from '../spec/iceberg/schema.ts';
 import type { DataFile, IcebergType, PartitionSpec, PartitionTuple, Schema, StructType } from '../spec/iceberg/types.ts';
@@ -50,12 +50,15 @@ export async function inferOrExplain(session: DuckDBSession, input: PreparedInpu
     return await withLongLines(session, input, async () => {
       const inferred = await inferSchema(session, engineInput(input));
       if (!table) return resolveUnknown(inferred);
-      // JSON and CSV say long and double for every number: their sampled values decide whether
-      // an int or float column must widen. Parquet's types are the values' own.
+      // JSON and CSV say long and double for every number: their values (all of them, so the order
+      // of the rows never matters) decide whether an int or float column must widen. Parquet's
+      // types are the values' own.
+      // Objects whose keys vary are sampled as a map: their keys decide whether a struct column reads them.
       const probes = new Map<string, NarrowType>();
-      if (input.format !== 'parquet') alignToTable(inferred, table, { probes });
-      const fits = probes.size ? await sampledFits(session, engineInput(input), inferred, probes) : new Set<string>();
-      return alignToTable(inferred, table, { fits });
+      const keyProbes = new Set<string>();
+      if (input.format !== 'parquet') alignToTable(inferred, table, { probes, keyProbes });
+      const facts = probes.size || keyProbes.size ? await inputFacts(session, engineInput(input), inferred, probes, keyProbes) : { fits: new Set<string>(), keys: new Map<string, string[]>() };
+      return alignToTable(inferred, table, { fits: facts.fits, keys: facts.keys, displayName: input.displayName });
     });
   } catch (e) {
     if (isTwinlakeError(e) && e.context.limit !== undefined) throw e; // a line over the limit, already named
@@ -78,10 +81,16 @@ async function explainEncodeFailure(e: unknown, input: PreparedInput, dataDir: s
 }
 
 export interface AlignOptions {
-  /** Leaves (by path) whose sampled values fit the table's int or float: read as the table's type. */
+  /** Leaves (by path) whose values, all of the input's, fit the table's int or float: read as the table's type. */
   fits?: Set<string>;
   /** Collects the leaves where a batch's long meets an int column, or its double a float column. */
   probes?: Map<string, NarrowType>;
+  /** The keys of the batch's maps (by path) that meet a struct column; see `keyProbes`. */
+  keys?: Map<string, string[]>;
+  /** Collects the maps of unknown values (objects whose keys vary) that meet a struct column. */
+  keyProbes?: Set<string>;
+  /** How the input is named in messages. */
+  displayName?: string;
 }
 
 /**
@@ -91,12 +100,15 @@ export interface AlignOptions {
  * row with its column, row and value named (CSV digits become the table's decimal, a whole number
  * goes into a double). Elsewhere the batch's own type stays, for schema evolution to judge:
  * - a wider primitive (int → long, float → double, decimal precision up) widens the table; from
- *   JSON or CSV, whose numbers are all long or double, only when a sampled value needs it
+ *   JSON or CSV, whose numbers are all long or double, only when a value of the input needs it
  *   (`opts.fits` names the leaves whose values fit the table's int or float);
  * - a field the table lacks, in any struct, is added;
  * - `unknown` (only nulls, empty lists or mixed values in the sample) fits any type;
  * - a JSON object (inferred as a struct) fits a map column: its fields are the map's entries;
- * - an empty object (inferred as a map of unknown) fits a struct column;
+ * - objects whose keys vary from record to record, with values of mixed types (inferred as a map
+ *   of unknown; an empty object too), fit a struct column when every key of theirs in the input
+ *   (`opts.keys`) is a field of it; a key the struct lacks is refused, never read through the
+ *   struct, which would drop its values;
  * - anything else (a struct where the table has a string, ...) is left for evolution to refuse.
  * Fields of the table's structs that the batch lacks are read too (rows past the sample may hold
  * them); absent, they are null. Top-level columns the batch lacks are written as nulls.
@@ -130,7 +142,21 @@ function fitType(table: IcebergType, batch: IcebergType, path: string, opts: Ali
     });
     return { ...batch, fields: [...fields, ...table.fields.filter((f) => !inBatch.has(f.name))] };
   }
-  if (table.type === 'struct' && batch.type === 'map' && batch.value === 'unknown') return table;
+  if (table.type === 'struct' && batch.type === 'map' && batch.value === 'unknown') {
+    opts.keyProbes?.add(path);
+    const keys = opts.keys?.get(path);
+    const fields = new Set(table.fields.map((f) => f.name));
+    const missing = keys?.filter((k) => !fields.has(k)) ?? [];
+    if (missing.length > 0) {
+      const shown = missing.slice(0, 5).join(', ') + (missing.length > 5 ? ', …' : '');
+      throw invalidInput(
+        `${opts.displayName ?? 'input'}: column "${path}": the table has ${typeToString(table)}, with no field ${shown} (${missing.length} keys of the input's objects in all); ` +
+          `objects whose keys vary from record to record are not added as struct fields: declare those fields, or write the objects to a map column`,
+        { path },
+      );
+    }
+    return table;
+  }
   if (table.type === 'list' && batch.type === 'list') return { ...batch, element: fitType(table.element, batch.element, `${path}.element`, opts) };
   if (table.type === 'map' && batch.type === 'map') {
     return { ...batch, key: fitType(table.key, batch.key, `${path}.key`, opts), value: fitType(table.value, batch.value, `${path}.value`, opts) };

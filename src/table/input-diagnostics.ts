@@ -1,9 +1,8 @@
-import { createReadStream } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
-import { createGunzip } from 'node:zlib';
 import { invalidInput, type TwinlakeError } from '../core/errors.ts';
 import { parseJson } from '../core/json.ts';
 import type { DuckDBSession } from '../engine/duckdb-session.ts';
+import { firstBadJsonLine, linesReadable, MAX_TEXT_BYTES, megabytes as mb, scanLines } from '../engine/text-lines.ts';
 import type { PreparedFile, PreparedInput } from './input.ts';
 
 /**
@@ -20,7 +19,7 @@ export async function diagnoseInput(input: PreparedInput): Promise<TwinlakeError
 }
 
 function diagnoseFile(input: PreparedInput, file: PreparedFile): Promise<TwinlakeError | undefined> {
-  if (!readable(file.path)) return Promise.resolve(undefined);
+  if (!linesReadable(file.path)) return Promise.resolve(undefined);
   switch (input.format) {
     case 'ndjson':
       return diagnoseNdjson(file);
@@ -45,70 +44,9 @@ export async function isBlank(input: PreparedInput): Promise<boolean> {
   return true;
 }
 
-/** A line's text is kept up to this size: anything longer is past every line limit anyway. */
-const MAX_TEXT_BYTES = 512 * 1024 * 1024 - 1024;
-
-/** Files read here line by line: plain text, or gzip (Node 20 has no zstd; DuckDB's own messages serve those). */
-function readable(path: string): boolean {
-  return !/\.(zst|zstd)$/i.test(path);
-}
-
-/**
- * The lines of a file with their 1-based number and length in bytes (without the line break);
- * a line's text only when it is at most `maxTextBytes` long, so a line too long for a string
- * is still counted.
- */
-async function* scanLines(path: string, maxTextBytes = MAX_TEXT_BYTES): AsyncIterable<{ n: number; bytes: number; text?: string }> {
-  const raw = createReadStream(path);
-  const stream = /\.gz$/i.test(path) ? raw.pipe(createGunzip()) : raw;
-  let n = 0;
-  let parts: Buffer[] = [];
-  let bytes = 0;
-  const line = () => {
-    let text: string | undefined;
-    if (bytes <= maxTextBytes) {
-      text = Buffer.concat(parts).toString('utf8');
-      if (text.endsWith('\r')) text = text.slice(0, -1);
-    }
-    const out = { n: ++n, bytes, ...(text === undefined ? {} : { text }) };
-    parts = [];
-    bytes = 0;
-    return out;
-  };
-  try {
-    for await (const chunk of stream as AsyncIterable<Buffer>) {
-      let start = 0;
-      for (let nl = chunk.indexOf(10); nl >= 0; nl = chunk.indexOf(10, start)) {
-        bytes += nl - start;
-        if (bytes <= maxTextBytes) parts.push(chunk.subarray(start, nl));
-        yield line();
-        start = nl + 1;
-      }
-      bytes += chunk.length - start;
-      if (bytes <= maxTextBytes && start < chunk.length) parts.push(chunk.subarray(start));
-    }
-    if (bytes > 0 || parts.length > 0) yield line();
-  } finally {
-    raw.destroy();
-  }
-}
-
 async function diagnoseNdjson(file: PreparedFile): Promise<TwinlakeError | undefined> {
-  const word = file.unit === 'record' ? 'record' : 'line';
-  for await (const { n, text, bytes } of scanLines(file.path)) {
-    if (text === undefined) return invalidInput(`${file.label}: ${word} ${n} is ${mb(bytes)}, too long to check`);
-    if (text.trim() === '') continue;
-    try {
-      const value = parseJson(text, 'json');
-      if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-        return invalidInput(`${file.label}: ${word} ${n}: expected a JSON object, found ${Array.isArray(value) ? 'an array' : JSON.stringify(value)}`);
-      }
-    } catch (e) {
-      const detail = (e as Error).message.replace(/^json: /, '').replace(/ at line 1, column (\d+)$/, ' at column $1');
-      return invalidInput(`${file.label}: ${word} ${n}: malformed JSON (${detail})`);
-    }
-  }
-  return undefined;
+  const bad = await firstBadJsonLine(file.path);
+  return bad && invalidInput(`${file.label}: ${file.unit === 'record' ? 'record' : 'line'} ${bad.line}${bad.problem}`);
 }
 
 const MAX_JSON_DIAGNOSE_BYTES = 256 * 1024 * 1024;
@@ -202,7 +140,7 @@ function parseSize(text: string): number | undefined {
 export async function longestLine(input: PreparedInput): Promise<{ file: PreparedFile; line: number; bytes: number } | undefined> {
   let best: { file: PreparedFile; line: number; bytes: number } | undefined;
   for (const file of input.files) {
-    if (!readable(file.path)) continue;
+    if (!linesReadable(file.path)) continue;
     for await (const { n, bytes } of scanLines(file.path, 0)) if (!best || bytes > best.bytes) best = { file, line: n, bytes };
   }
   return best;
@@ -221,7 +159,7 @@ export async function withLongLines<T>(session: DuckDBSession, input: PreparedIn
       if (!isLineTooLong(e)) throw e;
       const limit = await lineLimitBytes(session);
       const longest = await longestLine(input);
-      if (!longest || input.files.some((f) => !readable(f.path))) {
+      if (!longest || input.files.some((f) => !linesReadable(f.path))) {
         // A file that cannot be measured here (zstd): allow the limit itself, once.
         if (input.maxLineBytes === undefined || input.maxLineBytes < limit) {
           input.maxLineBytes = limit;
@@ -241,9 +179,4 @@ export async function withLongLines<T>(session: DuckDBSession, input: PreparedIn
       input.maxLineBytes = needed;
     }
   }
-}
-
-function mb(bytes: number): string {
-  const v = bytes / MiB;
-  return `${v >= 10 ? Math.round(v) : v.toFixed(1)} MB`;
 }

@@ -1,4 +1,4 @@
-import { invalidInput } from '../core/errors.ts';
+import { invalidInput, unsupported } from '../core/errors.ts';
 import { parseJson, stringifyJson } from '../core/json.ts';
 import type { TableMetadata } from '../spec/iceberg/types.ts';
 
@@ -120,6 +120,10 @@ export function checkCreationOptions(
   if (opts.formats !== undefined) {
     const wanted = parseFormats(opts.formats);
     if (wanted.join() !== current.formats.join()) {
+      // alter cannot give a Delta-only table Iceberg metadata: pointing there would only fail again.
+      if (current.formats.join() === 'delta' && wanted.includes('iceberg')) {
+        throw unsupported(`table ${table}: keeps delta only, and this write asks for formats ${wanted.join(',')}; adding Iceberg to a Delta-only table is not supported`);
+      }
       throw invalidInput(
         `table ${table}: keeps ${current.formats.join(',')}, and this write asks for formats ${wanted.join(',')}; formats are changed with \`twinlake alter ${table} --formats ${wanted.join(',')}\` (table.alter({ formats }))`,
       );

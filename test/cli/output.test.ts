@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { displayWidth, formatTable } from '../../src/cli/format.ts';
+import { displayWidth, formatTable, printFiles, printHistory } from '../../src/cli/format.ts';
 import { formatBytes, formatDuration, formatProgress, ProgressTracker } from '../../src/cli/progress.ts';
 import { cli, ndjson, tempDir } from '../helpers.ts';
 
@@ -38,6 +38,27 @@ describe('table output', () => {
 
   it('says when it stopped at the default limit', () => {
     expect(formatTable([{ a: 1 }], { stoppedAt: 100 }).split('\n').at(-1)).toBe('(showing the first 100 rows; use --limit N to show more)');
+  });
+});
+
+describe('history and files output', () => {
+  const entry = { timestamp: '2026-01-01T00:00:00.000Z', addedFiles: 0, addedRecords: 0, totalRecords: 1 };
+  it('names an operation once, and what made it when that differs', () => {
+    const operations = (text: string) => text.split('\n').slice(2).map((l) => l.split(/\s{2,}|\s*\|\s*/).find((c) => /^(append|overwrite|delete)/.test(c.trim()))?.trim());
+    const text = printHistory([
+      { ...entry, snapshotId: 3n, operation: 'delete', change: 'delete' },
+      { ...entry, snapshotId: 2n, operation: 'overwrite', change: 'merge' },
+      { ...entry, snapshotId: 1n, operation: 'append' },
+    ]);
+    expect(text).not.toMatch(/delete \(delete\)/);
+    expect(operations(text)).toEqual(['delete', 'overwrite (merge)', 'append']);
+  });
+
+  it('names the format and its version once', () => {
+    const last = (f: Parameters<typeof printFiles>[0]) => printFiles(f).split('\n').at(-1);
+    expect(last({ format: 'delta', deltaVersion: 4, files: [] })).toBe('(0 live data files, 0 rows stored, 0 with deletes; delta version 4)');
+    expect(last({ format: 'iceberg', snapshotId: 7n, deltaVersion: 4, files: [] })).toBe('(0 live data files, 0 rows stored, 0 with deletes; iceberg snapshot 7, delta version 4)');
+    expect(last({ format: 'iceberg', files: [] })).toBe('(0 live data files, 0 rows stored, 0 with deletes; iceberg)');
   });
 });
 

@@ -39,6 +39,8 @@ describe('config file', () => {
       ['{"threads": "4"}', '"threads" must be a positive whole number, found "4"'],
       ['{"memoryLimit": 512}', '"memoryLimit" must be a size such as "512MB", "2GiB" or "50%" (string), found 512'],
       ['{"memoryLimit": "lots"}', '"memoryLimit" must be a size such as "512MB", "2GiB" or "50%" (string), found "lots"'],
+      // A size, but below what the engine can run with: the minimum is named.
+      ['{"memoryLimit": "32MB"}', '"memoryLimit" must be at least 32 MiB, found "32MB"'],
     ];
     for (const [text, message] of cases) expect(thrown(() => parseConfig(text, file)).message).toBe(`config ${file}: ${message}`);
     expect(thrown(() => parseConfig('[]', file)).message).toBe(`config ${file}: expected a JSON object such as {"warehouse": "./warehouse"}, found an array`);

@@ -52,6 +52,21 @@ describe('schema evolution', () => {
     expect(old.map((r) => Number(r.n))).toEqual([7]);
   });
 
+  it('whether an int column widens does not depend on where the wide value sits in the input', async () => {
+    const intSchema = { type: 'struct' as const, fields: [{ id: 0, name: 'n', required: false, type: 'int' }] };
+    const small = Array.from({ length: 30_000 }, (_, i) => ({ n: i }));
+    for (const [name, rows] of [
+      ['evo.wide_last', [...small, { n: 5_000_000_000 }]],
+      ['evo.wide_first', [{ n: 5_000_000_000 }, ...small]],
+    ] as const) {
+      const t = fx.lake.table(name);
+      await t.create(intSchema);
+      const r = await t.append([...rows]);
+      expect(r.schemaChanges).toEqual([{ change: 'widened', column: 'n', from: 'int', to: 'long' }]);
+      expect(await t.count()).toBe(30_001);
+    }
+  });
+
   it('JSON numbers that fit an int or float column keep its type, at every depth', async () => {
     const t = fx.lake.table('evo.narrow');
     const struct = (fields: [string, string][]) => ({ type: 'struct' as const, fields: fields.map(([name, type]) => ({ id: 0, name, required: false, type })) });

@@ -91,6 +91,11 @@ describe('many inputs in one write', () => {
     let r = w(['write', 'many.t', '--input', good, '--input', bad]);
     expect(r.code).not.toBe(0);
     expect(r.stderr.trim()).toBe(`twinlake: input ${bad}: column "id" at line 3: expected long, found "twelve"`);
+    // A compressed file is read line by line like a plain one: the blank line counts.
+    const badGz = join(tmp.path, 'bad.ndjson.gz');
+    writeFileSync(badGz, gzipSync(ndjson([{ id: 12, name: 'z' }]) + '\n\n' + JSON.stringify({ id: 'twelve', name: 'w' }) + '\n'));
+    r = w(['write', 'many.t', '--input', good, '--input', badGz]);
+    expect(r.stderr.trim()).toBe(`twinlake: input ${badGz}: column "id" at line 4: expected long, found "twelve"`);
     const broken = join(tmp.path, 'broken.ndjson.gz');
     writeFileSync(broken, gzipSync('{"id": 13, "name": "v"}\n{"id": 14, "name": \n'));
     r = w(['write', 'many.t', '--input', good, '--input', broken]);

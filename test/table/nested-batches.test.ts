@@ -269,6 +269,40 @@ describe('a later batch is read against the table schema', () => {
     expect(d.deltaVersion).toBe(r.deltaVersion);
   });
 
+  it('objects whose keys vary are read through a struct column only when every key is a field of it', async () => {
+    // Keys that vary from record to record, with values of mixed types, are sampled as a map of
+    // unknown values; read through the table's struct, a key it lacks would be lost.
+    const t = fx.lake.table('nested.varying_keys');
+    const r = await t.append(Array.from({ length: 20 }, (_, i) => ({ id: i, attrs: { a: 'x', b: i } })));
+    expect(typeToString(await t.schema())).toBe('struct<id: long, attrs: struct<a: string, b: long>>');
+    const err = await errorOf(t.append(Array.from({ length: 100 }, (_, i) => ({ id: 100 + i, attrs: { a: 'y', [`k${i}`]: i } }))));
+    expect(err.message).toMatch(/^records: column "attrs": .*struct<a: string, b: long>.* no field k0, k1, k2/);
+    expect(err.message).toMatch(/100 keys/);
+    const d = await t.describe();
+    expect(d.currentSnapshotId).toBe(r.snapshotId);
+    expect(d.deltaVersion).toBe(r.deltaVersion);
+    expect(typeToString(await t.schema())).toBe('struct<id: long, attrs: struct<a: string, b: long>>');
+
+    // Keys that vary but are all fields of the struct: read through it, every value kept.
+    const wide = fx.lake.table('nested.varying_known_keys');
+    const fields = Object.fromEntries(Array.from({ length: 20 }, (_, j) => [`f${j}`, j]));
+    await wide.append([{ id: 0, attrs: { a: 'x', ...fields } }]);
+    await wide.append(Array.from({ length: 100 }, (_, i) => ({ id: 1 + i, attrs: { a: 'y', [`f${i % 20}`]: i } })));
+    for (const format of ['iceberg', 'delta'] as const) {
+      const rows = byId(await wide.read({ format })) as { id: number; attrs: Record<string, unknown> }[];
+      expect(rows).toHaveLength(101);
+      expect(rows.slice(1).map((x) => [x.attrs.a, Number(x.attrs[`f${(Number(x.id) - 1) % 20}`])])).toEqual(Array.from({ length: 100 }, (_, i) => ['y', i]));
+    }
+  });
+
+  it('a list element of the wrong shape is named at its own line', async () => {
+    const t = fx.lake.table('nested.element_line');
+    await t.append([ORDER]);
+    const text = ['{"id": 2, "items": [{"sku": "a"}]}', '{"id": 3, "items": [{"sku": "b"}, 5]}', '{"id": 4, "items": [{"sku": "c"}]}', ''].join('\n');
+    const err = await errorOf(t.append({ stream: Readable.from([text]), format: 'ndjson' }));
+    expect(err.message).toMatch(/column "items\.element" at line 2: expected struct<sku: string, qty: long, price: double>, found 5$/);
+  });
+
   it('Delta-only tables read later batches against their schema too', async () => {
     const t = fx.lake.table('nested.delta_only');
     await t.append([{ ...ORDER, m: { a: 'b' } }], { formats: ['delta'] });

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { TwinlakeError } from '../../src/index.ts';
 import { lakehouseFixture } from '../lakehouse-fixture.ts';
+import { errorOf } from '../helpers.ts';
 
 const ids = (rows: Record<string, unknown>[]) => rows.map((r) => Number(r.id)).sort((a, b) => a - b);
 
@@ -40,6 +41,14 @@ describe('tables that keep one format', () => {
     const h = await t.history();
     expect(h.map((e) => e.deltaVersion)).toEqual([2, 1, 0]);
     expect(await fx.lake.listTables()).toContain('one.delta_only');
+  });
+
+  it('a write asking a Delta-only table for Iceberg too says that is not supported, not to alter', async () => {
+    const t = fx.lake.table('single.delta_more');
+    await t.append([{ id: 1 }], { formats: ['delta'] });
+    const e = await errorOf(t.append([{ id: 2 }], { formats: ['delta', 'iceberg'] }));
+    expect(e.message).toBe('table single.delta_more: keeps delta only, and this write asks for formats delta,iceberg; adding Iceberg to a Delta-only table is not supported');
+    expect(await t.count()).toBe(1);
   });
 
   it('a Delta-only table checkpoints every 10 versions', async () => {

@@ -59,10 +59,10 @@ describe('truncate partitions at the ends of int and long', () => {
     const intError = await errorOf(t.append(file('min-int.ndjson', ['{"id": 6, "n": 1, "big": 1}', '{"id": 7, "n": -2147483648, "big": 1}']), { schema }));
     expect(intError.kind).toBe('invalid-input');
     expect(intError.message).toMatch(
-      /^input \S+: partition n_trunc: column n: truncate\[10\] of int -2147483648 is below the smallest int \(-2147483648\); Iceberg Java would wrap it into the largest partition, where range filters never find it$/,
+      /^input \S+: partition n_trunc: column n: truncate\[10\] of int -2147483648: its truncation, -2147483650, would be below the smallest int \(-2147483648\); Iceberg Java would wrap it into the largest partition, where range filters never find it$/,
     );
     const longError = await errorOf(t.append(file('min-long.ndjson', ['{"id": 8, "n": 1, "big": -9223372036854775808}']), { schema }));
-    expect(longError.message).toMatch(/: partition big_trunc: column big: truncate\[10\] of long -9223372036854775808 is below the smallest long/);
+    expect(longError.message).toMatch(/: partition big_trunc: column big: truncate\[10\] of long -9223372036854775808: its truncation, -9223372036854775810, would be below the smallest long/);
     // Nothing was committed.
     expect((await t.metadata()).snapshots!.length).toBe(snapshots);
     expect((await t.read({ format: 'delta' })).length).toBe(5);

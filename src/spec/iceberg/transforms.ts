@@ -246,12 +246,22 @@ export function truncateInteger<T extends number | bigint>(value: T, width: numb
   return (out < -(2n ** BigInt(bits - 1)) ? undefined : out) as T | undefined;
 }
 
+/**
+ * Why truncate[W] of a value is refused: its truncation (the next lower multiple of W) lies below
+ * the type's minimum, or, for int widths over 2^30, Java's `(v % W) + W` passes the int maximum.
+ * The value itself is in range; what Java computes from it is not. Worded alike by the engine's
+ * key expression (partition-keys.ts).
+ */
 function truncateOverflow(width: number, type: string, value: number | bigint) {
-  const min = type === 'int' ? '-2147483648' : '-9223372036854775808';
-  return invalidInput(
-    `iceberg partition: truncate[${width}] of ${type} ${value} is below the smallest ${type} (${min}); Iceberg Java would wrap it into the largest partition, where range filters never find it`,
-    { overflow: true },
-  );
+  const [min, max] = type === 'int' ? [-(2n ** 31n), 2n ** 31n - 1n] : [-(2n ** 63n), 2n ** 63n - 1n];
+  const v = BigInt(value);
+  const w = BigInt(width);
+  const truncated = v - (((v % w) + w) % w);
+  const why =
+    truncated < min
+      ? `its truncation, ${truncated}, would be below the smallest ${type} (${min}); Iceberg Java would wrap it into the largest partition, where range filters never find it`
+      : `Iceberg's formula (v % ${width}) + ${width} would pass the largest ${type} (${max}); Iceberg Java would put it in a partition that is not its truncation, where filters never find it`;
+  return invalidInput(`iceberg partition: truncate[${width}] of ${type} ${value}: ${why}`, { overflow: true });
 }
 
 function bindTruncate(t: string, w: number): Apply {

@@ -155,20 +155,20 @@ describe('truncate', () => {
     // The lower multiple of 10 of -2147483641 … -2147483648 is below the smallest int.
     for (const v of [INT_MIN, INT_MIN + 7]) {
       expect(() => applyTransform('truncate[10]', 'int', v)).toThrow(
-        `iceberg partition: truncate[10] of int ${v} is below the smallest int (-2147483648); Iceberg Java would wrap it into the largest partition, where range filters never find it`,
+        `iceberg partition: truncate[10] of int ${v}: its truncation, -2147483650, would be below the smallest int (-2147483648); Iceberg Java would wrap it into the largest partition, where range filters never find it`,
       );
     }
     expect(applyTransform('truncate[10]', 'int', INT_MIN + 8)).toBe(-2147483640);
     expect(applyTransform('truncate[10]', 'int', 2147483647)).toBe(2147483640);
     expect(applyTransform('truncate[1]', 'int', INT_MIN)).toBe(INT_MIN);
     expect(applyTransform('truncate[2]', 'int', INT_MIN)).toBe(INT_MIN);
-    expect(() => applyTransform('truncate[10]', 'long', LONG_MIN)).toThrow(/^iceberg partition: truncate\[10\] of long -9223372036854775808 is below the smallest long/);
-    expect(() => applyTransform('truncate[10]', 'long', LONG_MIN + 7n)).toThrow(/below the smallest long/);
+    expect(() => applyTransform('truncate[10]', 'long', LONG_MIN)).toThrow(/^iceberg partition: truncate\[10\] of long -9223372036854775808: its truncation, -9223372036854775810, would be below the smallest long/);
+    expect(() => applyTransform('truncate[10]', 'long', LONG_MIN + 7n)).toThrow(/would be below the smallest long/);
     expect(applyTransform('truncate[10]', 'long', LONG_MIN + 8n)).toBe(-9223372036854775800n);
     expect(applyTransform('truncate[10]', 'long', 2n ** 63n - 1n)).toBe(9223372036854775800n);
     expect(applyTransform('truncate[2]', 'long', LONG_MIN)).toBe(LONG_MIN);
     // Java's (v % W) + W overflows an int for widths over 2^30: its result is not a truncation.
-    expect(() => applyTransform('truncate[2147483647]', 'int', 5)).toThrow(/below the smallest int/);
+    expect(() => applyTransform('truncate[2147483647]', 'int', 5)).toThrow(/^iceberg partition: truncate\[2147483647\] of int 5: Iceberg's formula \(v % 2147483647\) \+ 2147483647 would pass the largest int \(2147483647\)/);
     expect(applyTransform('truncate[2147483647]', 'long', 5n)).toBe(0n);
   });
 
