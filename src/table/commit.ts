@@ -84,6 +84,11 @@ export async function commitChange(
       base = await ctx.catalog.loadTable(ctx.ident);
     }
     throw new TwinlakeError('commit-conflict', `write ${identString(ctx.ident)}: gave up after ${MAX_COMMIT_ATTEMPTS} attempts lost to concurrent commits`);
+  } catch (e) {
+    // The pointer may have moved to a snapshot naming these manifests: keep them (a stray file is
+    // harmless; a missing one breaks the table).
+    if (isTwinlakeError(e, 'commit-state-unknown')) committed = true;
+    throw e;
   } finally {
     if (!committed) await producer.abandon();
   }

@@ -1,5 +1,5 @@
 import { rm } from 'node:fs/promises';
-import { TwinlakeError } from '../core/errors.ts';
+import { isTwinlakeError, TwinlakeError } from '../core/errors.ts';
 import type { FileIO } from '../io/file-io.ts';
 
 /**
@@ -42,16 +42,22 @@ export function forgetUncommitted(uris: readonly string[]): void {
   for (const u of uris) uncommitted.delete(u);
 }
 
-/** Deletes files a failed or abandoned write moved into a table (never throws). */
+/**
+ * Deletes files a failed or abandoned write moved into a table (never throws). Only files still
+ * tracked: one a commit may have named (its outcome unknown) is no longer tracked and stays.
+ */
 export async function discardUncommitted(io: FileIO, uris: readonly string[]): Promise<void> {
-  await io.deleteQuietly(uris);
-  forgetUncommitted(uris);
+  const tracked = uris.filter((u) => uncommitted.has(u));
+  await io.deleteQuietly(tracked);
+  forgetUncommitted(tracked);
 }
 
 /**
  * Runs a commit of `files`. An interrupt waits for it to settle. Once `committed` says the
  * commit named them, the files belong to the table and are no longer tracked; otherwise (a lost
- * race the caller retries, a failure) they stay tracked until the caller deletes them.
+ * race the caller retries, a failure) they stay tracked until the caller deletes them. A commit
+ * whose outcome is unknown (`commit-state-unknown`: the pointer may have moved) may have made
+ * them part of the table, so they are kept: a stray file is harmless, a missing one breaks it.
  */
 export async function guardCommit<T>(files: readonly string[], commit: () => Promise<T>, committed: (result: T) => boolean): Promise<T> {
   refuseIfInterrupted();
@@ -61,6 +67,9 @@ export async function guardCommit<T>(files: readonly string[], commit: () => Pro
     const result = await running;
     if (committed(result)) forgetUncommitted(files);
     return result;
+  } catch (e) {
+    if (isTwinlakeError(e, 'commit-state-unknown')) forgetUncommitted(files);
+    throw e;
   } finally {
     commits.delete(running);
   }
