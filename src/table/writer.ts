@@ -73,7 +73,7 @@ export interface WriteResult {
 export async function writeTable(ctx: TableContext, input: WriteInput, opts: WriteOptions = {}): Promise<WriteResult> {
   const mode = opts.mode ?? 'append';
   const { warnings, warn } = warningLog(ctx);
-  const prepared = await prepareInput(input);
+  const prepared = await prepareInput(input, (await ctx.session()).settings.tempDir);
   try {
     const session = await ctx.session();
     if (await isBlank(prepared)) throw invalidInput(`${prepared.displayName}: no records; nothing was written`);
