@@ -5,7 +5,10 @@ import { Lakehouse } from '../../src/index.ts';
 import type { Catalog } from '../../src/catalog/catalog.ts';
 import { SqlCatalog } from '../../src/catalog/sql-catalog.ts';
 import { TwinlakeError } from '../../src/core/errors.ts';
+import { FileIO } from '../../src/io/file-io.ts';
 import { LocalStore } from '../../src/io/local-store.ts';
+import { storeForLocation } from '../../src/io/store-for-uri.ts';
+import { FaultyStore } from '../faults.ts';
 import { fileUri } from '../../src/core/uri.ts';
 import { errorOf, tempDir } from '../helpers.ts';
 
@@ -56,6 +59,37 @@ describe('a commit whose outcome is unknown', () => {
     } finally {
       await lake.close();
       inner.close();
+    }
+  });
+
+  it('keeps the files of a Delta-only write whose commit file was written but not confirmed', async () => {
+    const dir = join(tmp.path, 'delta');
+    let fail = false;
+    // The commit file lands, then the store reports that it cannot tell whether it did.
+    const io = new FileIO((uri) => {
+      const { store, key } = storeForLocation(uri);
+      const faulty = new FaultyStore(store);
+      faulty.putIfAbsent = async (path, body) => {
+        const won = await store.putIfAbsent(path, body);
+        if (fail && won && `${faulty.root}/${path}`.includes('/_delta_log/')) {
+          fail = false;
+          throw new TwinlakeError('commit-state-unknown', 'injected: the commit file was written but the answer was lost');
+        }
+        return won;
+      };
+      return { store: faulty, key };
+    });
+    const lake = await Lakehouse.open({ warehouse: dir, io, onWarning: () => undefined });
+    try {
+      const t = lake.table('ns.d');
+      await t.append([{ id: 1 }], { formats: ['delta'] });
+      fail = true;
+      const e = await errorOf(t.append([{ id: 2 }]));
+      expect(e).toMatchObject({ kind: 'commit-state-unknown' });
+      expect(parquetUnder(join(dir, 'ns', 'd'))).toHaveLength(2);
+      expect((await t.read()).map((r) => Number(r.id)).sort()).toEqual([1, 2]);
+    } finally {
+      await lake.close();
     }
   });
 
