@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
 import * as nodePath from 'node:path';
 import { systemClock, type Clock } from '../core/clock.ts';
 import { errorMessage, invalidInput, isTwinlakeError, notFound, TwinlakeError, unsupported } from '../core/errors.ts';
@@ -475,10 +475,10 @@ export function openReadOnlyDatabase(dbPath: string, tables: string[]): Database
   } catch (e) {
     db?.close();
     // CANTOPEN on a read-only mount, READONLY_DIRECTORY in a folder this user may not write.
-    if (!/^SQLITE_(CANTOPEN|READONLY)/.test(sqliteCode(e)) || existsSync(`${dbPath}-wal`)) throw sqlError(e, 'opening the catalog database for reading', dbPath);
+    if (!/^SQLITE_(CANTOPEN|READONLY)/.test(sqliteCode(e)) || walHasFrames(dbPath)) throw sqlError(e, 'opening the catalog database for reading', dbPath);
   }
   try {
-    const copy = Buffer.from(readFileSync(dbPath));
+    const copy = consistentCopy(dbPath);
     if (copy.length >= 20 && copy[18] === 2) copy[18] = copy[19] = 1;
     const memory = new Database(copy, { readonly: true });
     if (hasTables(memory)) return memory;
@@ -486,6 +486,47 @@ export function openReadOnlyDatabase(dbPath: string, tables: string[]): Database
     return undefined;
   } catch (e) {
     throw sqlError(e, 'opening the catalog database for reading', dbPath);
+  }
+}
+
+/**
+ * Whether the database's `-wal` file holds frames (commits not yet in the main file). An empty one
+ * is what a reader or writer that closed cleanly may leave (SQLite truncates rather than deletes
+ * it in some modes): it holds nothing, so the main file alone is the database.
+ */
+function walHasFrames(dbPath: string): boolean {
+  try {
+    return statSync(`${dbPath}-wal`).size > 0;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The main file read whole while no commit changed it: the header's file change counter (bytes
+ * 24-27, SQLite file format §1.3.7) and the size are the same before and after the read and the
+ * WAL stayed empty; otherwise a concurrent writer got in between, and it is read again.
+ */
+function consistentCopy(dbPath: string): Buffer {
+  const counter = (b: Buffer) => (b.length >= 28 ? b.readUInt32BE(24) : -1);
+  for (let attempt = 0; ; attempt++) {
+    const before = statSync(dbPath);
+    const copy = Buffer.from(readFileSync(dbPath));
+    const after = statSync(dbPath);
+    const header = Buffer.alloc(28);
+    const fd = openSync(dbPath, 'r');
+    try {
+      readSync(fd, header, 0, 28, 0);
+    } finally {
+      closeSync(fd);
+    }
+    const still = before.size === copy.length && after.size === copy.length && after.mtimeMs === before.mtimeMs && counter(header) === counter(copy);
+    if (still && !walHasFrames(dbPath)) return copy;
+    if (attempt >= 20) {
+      throw new TwinlakeError('io', `sql catalog: ${dbPath} kept changing while it was read for a read-only open (a writer is committing); try again`, { path: dbPath }, { retryable: true });
+    }
+    // A writer holding frames in the WAL cannot be read without the -shm file: say so.
+    if (walHasFrames(dbPath)) throw new TwinlakeError('io', `sql catalog: ${dbPath} has commits in its -wal file, which a read-only open without a writable folder cannot read; open it once with write access, or try again once the writer is done`, { path: dbPath });
   }
 }
 

@@ -18,7 +18,12 @@ let interrupted: Promise<never> | undefined;
 for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
   process.once(signal, () => {
     interrupted ??= interruptWrites()
-      .then(({ removed }) => process.stderr.write(`twinlake: interrupted by ${signal}${removed ? '; files not yet committed were removed' : ''}\n`))
+      .then(({ removed, left }) =>
+        process.stderr.write(
+          `twinlake: interrupted by ${signal}${removed ? '; files not yet committed were removed' : ''}` +
+            `${left.length ? `; could not remove the staging folder(s) ${left.join(', ')}: delete them by hand` : ''}\n`,
+        ),
+      )
       .finally(() => process.exit(code)) as Promise<never>;
   });
 }

@@ -127,9 +127,17 @@ export class DuckDBSession {
     return p < 0 ? undefined : { fraction: Math.min(1, p / 100) };
   }
 
-  /** Stops the statement running now (it fails with an interrupted error); the session stays usable. */
-  interrupt(): void {
-    if (!this.closed) this.connection.interrupt();
+  /**
+   * Stops the statement running now (it fails with an interrupted error) and resolves once every
+   * statement queued so far has settled: DuckDB's threads may still be finishing files after the
+   * interrupt is sent, and a caller about to remove what they write must wait for them. The
+   * session stays usable.
+   */
+  async interrupt(): Promise<void> {
+    if (this.closed) return;
+    const settled = this.queue;
+    this.connection.interrupt();
+    await settled;
   }
 
   close(): void {

@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import type { ObjectMeta, ObjectStore } from './object-store.ts';
 
 /**
@@ -32,6 +33,16 @@ export class FileIO {
   write(uri: string, body: Uint8Array | string): Promise<void> {
     const { store, key } = this.resolve(uri);
     return store.put(key, body);
+  }
+
+  /**
+   * Stores a finished local file (the engine's output in a staging folder) under `uri`, moving it
+   * where the store can; the local file is gone or left for the caller's staging cleanup.
+   */
+  async putFile(uri: string, localFile: string): Promise<void> {
+    const { store, key } = this.resolve(uri);
+    if (store.putFile) return store.putFile(key, localFile);
+    await store.put(key, new Uint8Array(await readFile(localFile)));
   }
 
   writeIfAbsent(uri: string, body: Uint8Array | string): Promise<boolean> {

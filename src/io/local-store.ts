@@ -84,6 +84,36 @@ export class LocalStore implements ObjectStore {
     await fsyncDir(nodePath.dirname(file));
   }
 
+  /**
+   * Moves a finished local file in: fsynced, then renamed into place when it lies on the same
+   * filesystem (no copy of the bytes); otherwise copied to a temporary name next to the target,
+   * fsynced and renamed. Either way a reader sees the whole file or none of it.
+   */
+  async putFile(key: string, localFile: string): Promise<void> {
+    const file = this.localPath(key);
+    const dir = nodePath.dirname(file);
+    try {
+      await ensureFolder(dir);
+      await fsyncFile(localFile);
+      try {
+        await fs.rename(localFile, file);
+      } catch (e) {
+        if (!isCode(e, 'EXDEV')) throw e;
+        const temp = tempPath(file);
+        try {
+          await fs.copyFile(localFile, temp);
+          await fsyncFile(temp);
+          await fs.rename(temp, file);
+        } finally {
+          await fs.rm(temp, { force: true });
+        }
+      }
+    } catch (e) {
+      throw fsError(e, 'write', file);
+    }
+    await fsyncDir(dir);
+  }
+
   async putIfAbsent(key: string, body: Uint8Array | string): Promise<boolean> {
     const file = this.localPath(key);
     const temp = await writeTemp(file, body);
@@ -169,8 +199,7 @@ async function writeTemp(file: string, body: Uint8Array | string): Promise<strin
   const dir = nodePath.dirname(file);
   const temp = tempPath(file);
   try {
-    const firstCreated = await fs.mkdir(dir, { recursive: true });
-    if (firstCreated !== undefined) await fsyncNewFolders(firstCreated, dir);
+    await ensureFolder(dir);
     const handle = await fs.open(temp, 'wx');
     try {
       await handle.writeFile(body);
@@ -182,6 +211,21 @@ async function writeTemp(file: string, body: Uint8Array | string): Promise<strin
   } catch (e) {
     await fs.rm(temp, { force: true }).catch(() => undefined);
     throw fsError(e, 'write', file);
+  }
+}
+
+/** Creates a folder and its missing parents, durably. */
+async function ensureFolder(dir: string): Promise<void> {
+  const firstCreated = await fs.mkdir(dir, { recursive: true });
+  if (firstCreated !== undefined) await fsyncNewFolders(firstCreated, dir);
+}
+
+async function fsyncFile(file: string): Promise<void> {
+  const handle = await fs.open(file, 'r+');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
   }
 }
 

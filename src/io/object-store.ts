@@ -26,6 +26,12 @@ export interface ObjectStore {
   putIfAbsent(path: string, body: Uint8Array | string): Promise<boolean>;
   /** Every object whose path starts with `prefix`, sorted by path. */
   list(prefix: string): AsyncIterable<ObjectMeta>;
+  /**
+   * Optional: stores a finished local file under `path`, as put would store its bytes (a reader
+   * never sees part of it), and may consume the local file (move it rather than copy). Without
+   * it, FileIO.putFile reads the file and puts its bytes.
+   */
+  putFile?(path: string, localFile: string): Promise<void>;
   /** Idempotent: deleting a missing path succeeds. */
   delete(path: string): Promise<void>;
   /**

@@ -111,7 +111,9 @@ export async function alterTable(ctx: TableContext, opts: AlterOptions): Promise
       ...extra,
     });
 
-    if ((addsDelta || mirrored) && currentSnapshot(metadata)) {
+    // A mirrored property goes through a snapshot even on a table without one yet: otherwise Delta
+    // would never see it (its next versions copy the metaData of the last).
+    if ((addsDelta && currentSnapshot(metadata)) || mirrored) {
       const parameters: Record<string, string> = changed.length ? { properties: JSON.stringify(Object.fromEntries(changed.map((k) => [k, next[k]!]))) } : { propertyKeys: JSON.stringify(removed), ifExists: 'true' };
       const plan = planSchema(ctx, metadata, currentSchema(metadata), {});
       const summary = { ...operationSummary('alter', parameters), ...(addsDelta ? { [DELTA_START_KEY]: 'true' } : {}) };

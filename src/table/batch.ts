@@ -1,6 +1,5 @@
-import { copyFile, mkdir, mkdtemp, rename, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { basename, dirname, join, relative, sep } from 'node:path';
+import { rm } from 'node:fs/promises';
+import { relative, sep } from 'node:path';
 import { errorMessage, invalidInput, isTwinlakeError, TwinlakeError, unsupported } from '../core/errors.ts';
 import { newUuid } from '../core/ids.ts';
 import { joinUri } from '../core/uri.ts';
@@ -16,7 +15,7 @@ import type { DataFile, IcebergType, PartitionSpec, PartitionTuple, Schema, Stru
 import { icebergMetrics } from '../spec/parquet/stats.ts';
 import { engineInput, type PreparedInput } from './input.ts';
 import { diagnoseInput, withLongLines } from './input-diagnostics.ts';
-import { discardUncommitted, onInterrupt, trackStaging, trackUncommitted } from './interrupt.ts';
+import { discardUncommitted, stagingFolder, trackStaging, writeUncommitted } from './interrupt.ts';
 
 /**
  * One batch of input turned into data files: schema inference with precise errors, encoding
@@ -217,10 +216,8 @@ export async function encodeFrom(ctx: BatchContext, plan: EncodeTarget, from: En
   // The engine encodes into a local staging folder outside the table (DESIGN.md §7), so a file
   // still being written, or one a killed process left behind, is never inside data/ where a
   // `data/**/*.parquet` glob would count it; the files are moved in once all of them are good.
-  const staging = await mkdtemp(join(tmpdir(), 'twinlake-staging-'));
+  const staging = await stagingFolder(session, 'twinlake-staging-');
   const untrackStaging = trackStaging(staging);
-  // An interrupt stops the engine's COPY instead of waiting for it to finish.
-  const unstop = onInterrupt(() => session.interrupt());
   const files: string[] = [];
   const encodeAll = () =>
     encodeParquet(session, {
@@ -270,18 +267,18 @@ export async function encodeFrom(ctx: BatchContext, plan: EncodeTarget, from: En
         'spec-id': specId,
       });
     }
+    // Finished files go in through the store (DESIGN.md §7), which moves each one durably; each
+    // is tracked from before it lands, so an interrupt or a failure removes it again.
     for (let i = 0; i < stats.length; i++) {
       const uri = joinUri(dataDir, relativePaths[i]!);
-      trackUncommitted(ctx.io, uri);
       files.push(uri);
-      await moveInto(stats[i]!.path, join(localDir, ...relativePaths[i]!.split('/')), dataDir);
+      await writeUncommitted(ctx.io, uri, () => ctx.io.putFile(uri, stats[i]!.path));
     }
     return { files, dataFiles, rows, bytes: stats.reduce((a, s) => a + s.sizeBytes, 0), schema: plan.schema };
   } catch (e) {
     await discardUncommitted(ctx.io, files);
     throw e;
   } finally {
-    unstop();
     await rm(staging, { recursive: true, force: true });
     untrackStaging();
   }
@@ -311,32 +308,5 @@ function checkRequiredNulls(schema: Schema, metrics: Pick<DataFile, 'null-value-
     if (f.required && nulls > 0) {
       throw invalidInput(`${displayName}: column ${f.name} is required but ${nulls} row(s) have no value`);
     }
-  }
-}
-
-/**
- * Moves a finished file from staging into the table's data folder: a rename on the same
- * filesystem; across filesystems a copy under a temporary name (which no listing or `*.parquet`
- * glob picks up) renamed into place, so a reader never sees half a file.
- */
-async function moveInto(from: string, to: string, dataDir: string): Promise<void> {
-  try {
-    await mkdir(dirname(to), { recursive: true });
-    try {
-      await rename(from, to);
-    } catch (e) {
-      if ((e as { code?: string }).code !== 'EXDEV') throw e;
-      const temp = join(dirname(to), `.${basename(to)}.${newUuid().replace(/-/g, '').slice(0, 16)}.tmp`);
-      try {
-        await copyFile(from, temp);
-        await rename(temp, to);
-      } finally {
-        await rm(temp, { force: true });
-      }
-    }
-  } catch (e) {
-    const code = (e as { code?: string }).code;
-    if (code && STORAGE_ERRORS.has(code)) throw new TwinlakeError('io', `storage: cannot write data files under ${dataDir}: not writable (${code})`, {}, { cause: e });
-    throw e;
   }
 }

@@ -97,6 +97,11 @@ export async function commitChange(
       await retry.lost(result.reason);
       base = await ctx.catalog.loadTable(ctx.ident);
     }
+  } catch (e) {
+    // The pointer may have moved to a snapshot naming these manifests: keep them (a stray file is
+    // harmless; a missing one breaks the table).
+    if (isTwinlakeError(e, 'commit-state-unknown')) committed = true;
+    throw e;
   } finally {
     if (!committed) await producer.abandon();
   }

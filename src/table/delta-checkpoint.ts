@@ -1,5 +1,4 @@
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { errorMessage } from '../core/errors.ts';
 import { stringifyJson } from '../core/json.ts';
@@ -9,6 +8,7 @@ import { checkpointPath } from '../spec/delta/actions.ts';
 import { readDeltaSnapshot } from './delta-log.ts';
 import type { TableContext } from './table-context.ts';
 import { identString } from './table-context.ts';
+import { stagingFolder, trackStaging } from './interrupt.ts';
 
 /**
  * A classic Parquet checkpoint every `delta.checkpointInterval` versions (PROTOCOL.md
@@ -37,13 +37,14 @@ export async function writeDeltaCheckpoint(ctx: Pick<TableContext, 'io' | 'sessi
   const { store, key } = ctx.io.storeAt(location);
   const snapshot = await readDeltaSnapshot(store, key, { version });
   const rows = checkpointActions(snapshot);
-  const dir = await mkdtemp(join(tmpdir(), 'twinlake-checkpoint-'));
+  const session = await ctx.session();
+  const dir = await stagingFolder(session, 'twinlake-checkpoint-');
+  const untrack = trackStaging(dir);
   try {
     const json = join(dir, 'rows.ndjson');
     const parquet = join(dir, 'checkpoint.parquet');
     await writeFile(json, rows.map((r) => stringifyJson(r)).join('\n') + '\n');
     const columns = CHECKPOINT_COLUMNS.map((c) => `${quoteString(c.name)}: ${quoteString(c.type)}`).join(', ');
-    const session = await ctx.session();
     await session.run(
       `COPY (SELECT ${CHECKPOINT_COLUMNS.map((c) => `"${c.name}"`).join(', ')} FROM read_json(${quoteString(json)}, format = 'newline_delimited', columns = {${columns}})) ` +
         `TO ${quoteString(parquet)} (FORMAT parquet, COMPRESSION zstd)`,
@@ -60,5 +61,6 @@ export async function writeDeltaCheckpoint(ctx: Pick<TableContext, 'io' | 'sessi
     }
   } finally {
     await rm(dir, { recursive: true, force: true });
+    untrack();
   }
 }

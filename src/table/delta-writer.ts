@@ -37,7 +37,7 @@ export async function writeDeltaOnly(ctx: TableContext, location: string, input:
   if (opts.partition) throw unsupported(`table ${identString(ctx.ident)}: partitioning a Delta-only table is not supported; keep Iceberg too (the default) to partition`);
   const { warnings, warn } = warningLog(ctx);
   const txn = opts.txn ? checkTxn(opts.txn, 'txn') : undefined;
-  const prepared = await prepareInput(input);
+  const prepared = await prepareInput(input, (await ctx.session()).settings.tempDir);
   const { store, key } = ctx.io.storeAt(location);
   try {
     const session = await ctx.session();

@@ -92,12 +92,13 @@ export function parseInputFormat(raw: string): InputFormat {
 
 /**
  * Turns any WriteInput into local files. Records and streams are spooled to a temporary file as
- * they arrive, so memory stays bounded whatever the input size; files are used in place.
+ * they arrive (under `tempDir`, the engine's temp folder), so memory stays bounded whatever the
+ * input size; files are used in place.
  */
-export async function prepareInput(input: WriteInput): Promise<PreparedInput> {
+export async function prepareInput(input: WriteInput, tempDir: string = tmpdir()): Promise<PreparedInput> {
   if (isPathsInput(input)) return preparePaths(input.paths, input.format);
   if (isFileInput(input)) return preparePaths([input.path], input.format);
-  const dir = await mkdtemp(join(tmpdir(), 'twinlake-input-'));
+  const dir = await mkdtemp(join(tempDir, 'twinlake-input-'));
   const untrack = trackStaging(dir);
   const dispose = async () => {
     await rm(dir, { recursive: true, force: true });

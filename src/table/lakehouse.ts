@@ -7,6 +7,7 @@ import { normalizeTableIdentifier, parseTableIdentifier, type Catalog, type Tabl
 import { SqlCatalog } from '../catalog/sql-catalog.ts';
 import { DeltaRegistry } from '../catalog/delta-registry.ts';
 import { DuckDBSession } from '../engine/duckdb-session.ts';
+import { onInterrupt, trackStaging } from './interrupt.ts';
 import { resolveEngineSettings, type EngineOptions, type EngineSettings } from '../engine/engine-settings.ts';
 import { copyScanTo, readScan } from '../engine/read-scan.ts';
 import { FileIO } from '../io/file-io.ts';
@@ -76,6 +77,7 @@ export function localFileIO(): FileIO {
  */
 export class Lakehouse {
   private sessionPromise?: Promise<DuckDBSession>;
+  private untrackSession: (() => void)[] = [];
 
   private constructor(
     readonly warehouse: string,
@@ -225,7 +227,12 @@ export class Lakehouse {
 
   /** The embedded engine, opened on first use. */
   session(): Promise<DuckDBSession> {
-    this.sessionPromise ??= DuckDBSession.open(this.engineOptions);
+    this.sessionPromise ??= DuckDBSession.open(this.engineOptions).then((session) => {
+      // An interrupt stops the engine's statement in flight (and waits for it) instead of letting
+      // it run to its end, then removes the spill folder, which only close() would remove.
+      this.untrackSession = [onInterrupt(() => session.interrupt()), trackStaging(session.spillDir)];
+      return session;
+    });
     return this.sessionPromise;
   }
 
@@ -237,6 +244,8 @@ export class Lakehouse {
   async close(): Promise<void> {
     if (this.sessionPromise) (await this.sessionPromise).close();
     this.sessionPromise = undefined;
+    for (const untrack of this.untrackSession) untrack();
+    this.untrackSession = [];
     if (this.ownsCatalog) await (this.catalog as { close?: () => Promise<void> | void }).close?.();
     this.deltaRegistry?.close();
   }

@@ -1,6 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rm } from 'node:fs/promises';
 import { invalidInput, isTwinlakeError, unsupported } from '../core/errors.ts';
 import { newUuid } from '../core/ids.ts';
 import { fileUri, localPath } from '../core/uri.ts';
@@ -15,7 +13,7 @@ import { encode, encodeFrom, inferOrExplain, type EncodedFiles } from './batch.t
 import { engineLocalPath, liveFiles } from './iceberg-scan.ts';
 import { isBlank } from './input-diagnostics.ts';
 import { prepareInput, type WriteInput } from './input.ts';
-import { discardUncommitted, forgetUncommitted, guardCommit, trackStaging, trackUncommitted } from './interrupt.ts';
+import { discardUncommitted, forgetUncommitted, guardCommit, stagingFolder, trackStaging } from './interrupt.ts';
 import { bindFilter, emptyExplain } from './scan-filter.ts';
 import type { TableContext } from './table-context.ts';
 import { identString, warningLog, type WarningLog } from './table-context.ts';
@@ -99,15 +97,15 @@ async function dropScratch(ctx: TableContext, t: Scratch): Promise<void> {
 
 export async function mergeTable(ctx: TableContext, input: WriteInput, opts: MergeOptions): Promise<MergeResult> {
   if (opts.keys.length === 0) throw invalidInput('merge: give at least one key column');
-  const prepared = await prepareInput(input);
-  const staging = await mkdtemp(join(tmpdir(), 'twinlake-merge-'));
+  const session = await ctx.session();
+  const prepared = await prepareInput(input, session.settings.tempDir);
+  const staging = await stagingFolder(session, 'twinlake-merge-');
   const untrackStaging = trackStaging(staging);
   const log = warningLog(ctx);
   const warn = log.warn;
   const t = scratchTables();
   const txn = opts.txn ? checkTxn(opts.txn, 'txn') : undefined;
   try {
-    const session = await ctx.session();
     if (await isBlank(prepared)) throw invalidInput(`${prepared.displayName}: no records; nothing was merged`);
     let loaded = await tryLoad(ctx);
     if (loaded) await repairDelta(ctx, loaded.metadata, warn);
@@ -284,8 +282,8 @@ async function rewrite(
   let outcome: CommitOutcome;
   try {
     if (change.strategy === 'merge-on-read') {
+      // Each delete file is tracked as it is written (writeRowDeletes), so an interrupt removes it.
       deletes = await writeRowDeletes(ctx, loaded!.metadata, await deletedPositions(ctx, rows, change.deletedRowsSql, touched));
-      for (const f of deletes.files) trackUncommitted(ctx.io, f);
     }
     const removeFiles = new Set(change.strategy === 'copy-on-write' ? touched.map((f) => f['file-path']) : []);
     const rowDeletes: RowDeletesBasis | undefined = loaded

@@ -1,5 +1,4 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { dataInvalid, unsupported } from '../core/errors.ts';
 import { newUuid } from '../core/ids.ts';
@@ -28,6 +27,7 @@ import { applicableDeletes, type ApplicableDeletes } from '../spec/iceberg/scan.
 import { engineLocalPath } from './iceberg-scan.ts';
 import type { TableContext } from './table-context.ts';
 import { tableFormats } from './table-properties.ts';
+import { discardUncommitted, stagingFolder, trackStaging, writeUncommitted } from './interrupt.ts';
 
 /**
  * Row-level deletes written by merge-on-read, and the deletes a merge or delete must respect when
@@ -208,17 +208,18 @@ async function writePuffinDeletes(ctx: TableContext, metadata: TableMetadata, ta
   const written: string[] = [];
   let total = bytes.length;
   try {
+    // Each file is tracked before it is written, so an interrupt mid-way deletes it.
     written.push(uri);
-    await ctx.io.write(uri, bytes);
+    await writeUncommitted(ctx.io, uri, () => ctx.io.write(uri, bytes));
     if (tableFormats(metadata.properties).includes('delta')) {
       const dv = deletionVectorFileFromPuffin(bytes, entries);
       const dvUri = deltaDvFileUri(metadata.location, uuid);
       written.push(dvUri);
-      await ctx.io.write(dvUri, dv);
+      await writeUncommitted(ctx.io, dvUri, () => ctx.io.write(dvUri, dv));
       total += dv.length;
     }
   } catch (e) {
-    await ctx.io.deleteQuietly(written);
+    await discardUncommitted(ctx.io, written);
     throw e;
   }
   const deletes = entries.map((e, i): DataFile => {
@@ -251,7 +252,8 @@ const POSITION_DELETE_SCHEMA: StructType = {
 async function writePositionDeletes(ctx: TableContext, metadata: TableMetadata, targets: { file: DataFile; bitmap: RoaringBitmap64 }[]): Promise<WrittenDeletes> {
   const session = await ctx.session();
   const withDelta = tableFormats(metadata.properties).includes('delta');
-  const staging = await mkdtemp(join(tmpdir(), 'twinlake-deletes-'));
+  const staging = await stagingFolder(session, 'twinlake-deletes-');
+  const untrackStaging = trackStaging(staging);
   const written: string[] = [];
   let total = 0;
   try {
@@ -270,14 +272,15 @@ async function writePositionDeletes(ctx: TableContext, metadata: TableMetadata, 
       const uuid = newUuid();
       const uri = joinUri(metadata.location, 'data', `${uuid}-deletes.parquet`);
       const bytes = await readFile(join(staging, `${i}.parquet`));
+      // Each file is tracked before it is written, so an interrupt mid-way deletes it.
       written.push(uri);
-      await ctx.io.write(uri, bytes);
+      await writeUncommitted(ctx.io, uri, () => ctx.io.write(uri, bytes));
       total += bytes.length;
       if (withDelta) {
         const dvUri = deltaDvFileUri(metadata.location, uuid);
         const dv = encodeDeletionVectorFile([bitmap]).bytes;
         written.push(dvUri);
-        await ctx.io.write(dvUri, dv);
+        await writeUncommitted(ctx.io, dvUri, () => ctx.io.write(dvUri, dv));
         total += dv.length;
       }
       const path = file['file-path'];
@@ -309,10 +312,11 @@ async function writePositionDeletes(ctx: TableContext, metadata: TableMetadata, 
     });
     return { deletes, files: written, bytes: total };
   } catch (e) {
-    await ctx.io.deleteQuietly(written);
+    await discardUncommitted(ctx.io, written);
     throw e;
   } finally {
     await rm(staging, { recursive: true, force: true });
+    untrackStaging();
   }
 }
 

@@ -85,7 +85,7 @@ export async function writeTable(ctx: TableContext, input: WriteInput, opts: Wri
   const mode = opts.mode ?? 'append';
   const { warnings, warn } = warningLog(ctx);
   const txn = opts.txn ? checkTxn(opts.txn, 'txn') : undefined;
-  const prepared = await prepareInput(input);
+  const prepared = await prepareInput(input, (await ctx.session()).settings.tempDir);
   try {
     const session = await ctx.session();
     if (await isBlank(prepared)) throw invalidInput(`${prepared.displayName}: no records; nothing was written`);

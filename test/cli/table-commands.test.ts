@@ -1,5 +1,5 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseJson } from '../../src/core/json.ts';
@@ -187,6 +187,36 @@ describe('a read-only warehouse', () => {
       expect(w.stderr.trim().split('\n')).toHaveLength(1);
       expect(w.stderr).toMatch(/^twinlake: .*not writable/);
       expect(readdirSync(join(wh, 'ro', 't', 'data'))).toEqual(before);
+    });
+  }
+});
+
+/**
+ * Read-only commands run by a user who may write leave an empty `catalog.db-wal` behind (and
+ * maybe no `-shm`); a reader in a folder it cannot write must still open the catalog.
+ */
+describe('a read-only warehouse with an empty WAL file left over', () => {
+  const tmp = tempDir();
+  const wh = join(tmp.path, 'wh');
+  const input = join(tmp.path, 'a.ndjson');
+  writeFileSync(input, ndjson([{ id: 1 }, { id: 2 }]));
+  expect(cli(['--warehouse', wh, 'write', 'ro.t', '--input', input]).code).toBe(0);
+  writeFileSync(join(wh, 'catalog.db-wal'), '');
+  rmSync(join(wh, 'catalog.db-shm'), { force: true });
+  const views = readOnlyViews(wh);
+  afterAll(() => {
+    for (const v of Object.values(views)) v.cleanup();
+    tmp.cleanup();
+  });
+
+  for (const [how, v] of Object.entries(views)) {
+    it(`through ${how}: reads as if the WAL file were absent`, () => {
+      const r = v.run(['read', 'ro.t', '--output', 'ndjson']);
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout.trim().split('\n')).toHaveLength(2);
+      const t = v.run(['tables']);
+      expect(t.code, t.stderr).toBe(0);
+      expect(t.stdout.trim().split('\n')).toEqual(['ro.t']);
     });
   }
 });

@@ -1,3 +1,6 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ObjectMeta, ObjectStore } from '../../src/io/object-store.ts';
 import { errorOf } from '../helpers.ts';
@@ -91,6 +94,24 @@ export function objectStoreContract(name: string, make: () => Promise<StoreUnder
       await store.put('o', 'second');
       expect(text(await store.get('o'))).toBe('second');
       expect((await store.head('o'))?.size).toBe(6);
+    });
+
+    it('putFile, where a store has it, stores a local file whole under a new or taken key', async () => {
+      if (!store.putFile) return;
+      const dir = await mkdtemp(join(tmpdir(), 'twinlake-contract-'));
+      try {
+        const local = join(dir, 'f.bin');
+        const body = new Uint8Array(300_000).map((_, i) => i % 251);
+        await writeFile(local, body);
+        await store.putFile('a/b/f.parquet', local);
+        expect(await store.get('a/b/f.parquet')).toEqual(body);
+        await writeFile(local, 'replaced');
+        await store.putFile('a/b/f.parquet', local);
+        expect(text(await store.get('a/b/f.parquet'))).toBe('replaced');
+        expect((await collect(store.list('a/'))).map((m) => m.path)).toEqual(['a/b/f.parquet']);
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
     });
 
     it('putIfAbsent creates once and never overwrites', async () => {

@@ -57,6 +57,25 @@ describe('alter: table properties and formats after creation', () => {
     expect(ids(await t.read())).toEqual([1, 2]);
   });
 
+  it('a property Delta mirrors reaches the Delta log of a table with no snapshot yet', async () => {
+    const t = fx.lake.table('alt.mirroredempty');
+    await t.create({ type: 'struct', fields: [{ id: 1, name: 'id', required: false, type: 'long' }] });
+    const r = await t.alter({ set: { 'delta.checkpointInterval': '2' } });
+    expect(r.deltaVersion).toBe(1);
+    const dir = join(fx.warehouse, 'alt', 'mirroredempty');
+    const meta = deltaCommit(dir, 1).find((a) => 'metaData' in a) as { metaData: { configuration: Record<string, string> } };
+    expect(meta.metaData.configuration['delta.checkpointInterval']).toBe('2');
+    for (const id of [1, 2, 3]) await t.append([{ id }]);
+    // Every later version carries the new interval, and the checkpoint comes at 2, not 10.
+    for (let v = 2; v <= 4; v++) {
+      const m = deltaCommit(dir, v).find((a) => 'metaData' in a) as { metaData: { configuration: Record<string, string> } } | undefined;
+      if (m) expect(m.metaData.configuration['delta.checkpointInterval']).toBe('2');
+    }
+    expect(existsSync(join(dir, '_delta_log', `${String(2).padStart(20, '0')}.checkpoint.parquet`))).toBe(true);
+    expect(ids(await t.read({ format: 'delta' }))).toEqual([1, 2, 3]);
+    expect(ids(await t.read())).toEqual([1, 2, 3]);
+  });
+
   it('a property Delta mirrors reaches the Delta log in a version of its own', async () => {
     const t = fx.lake.table('alt.mirrored');
     await t.append([{ id: 1 }]);
