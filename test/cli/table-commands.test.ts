@@ -1,5 +1,5 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseJson } from '../../src/core/json.ts';
@@ -145,9 +145,13 @@ function asNobody(dir: string): ReadOnlyView | undefined {
     };
     walk(dir);
     for (let p = join(dir, '..'); p !== '/'; p = join(p, '..')) chmodSync(p, statSync(p).mode | 0o005);
+    // An analyst has a temp folder of their own, whatever the machine's /tmp allows.
+    const tmp = join(dir, '..', 'nobody-tmp');
+    mkdirSync(tmp, { recursive: true });
+    chmodSync(tmp, 0o1777);
     return {
       run: (args) => {
-        const r = spawnSync('setpriv', [...asNobody, process.execPath, join(repoRoot, 'bin/twinlake.mjs'), '--warehouse', dir, ...args], { cwd: '/', encoding: 'utf8' });
+        const r = spawnSync('setpriv', [...asNobody, process.execPath, join(repoRoot, 'bin/twinlake.mjs'), '--warehouse', dir, ...args], { cwd: '/', encoding: 'utf8', env: { ...process.env, TMPDIR: tmp } });
         return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
       },
       cleanup: () => {},
