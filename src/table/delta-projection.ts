@@ -237,17 +237,7 @@ export function snapshotActions(metadata: TableMetadata, snapshot: Snapshot, fil
     size: f['file-size-in-bytes'],
     ...(dv ? { deletionVector: dv } : {}),
   });
-  const add = (f: DataFile, dv: DeletionVectorDescriptor | undefined): AddFile => ({
-    path: deltaPath(metadata.location, f['file-path']),
-    partitionValues: partitionValues(f),
-    size: f['file-size-in-bytes'],
-    modificationTime: ts,
-    dataChange,
-    // A file's stats describe all its rows; once some are deleted they bound the rest only
-    // loosely (PROTOCOL.md §Per-file Statistics: tightBounds).
-    stats: deltaStats(f, schema, physicalNames, dv ? { tightBounds: false } : {}),
-    ...(dv ? { deletionVector: dv } : {}),
-  });
+  const add = (f: DataFile, dv: DeletionVectorDescriptor | undefined): AddFile => addFile(metadata.location, f, partitionValues(f), ts, dataChange, schema, physicalNames, dv);
   for (const f of files.removed) actions.push({ remove: remove(f, oldDvs.get(f['file-path'])) });
   for (const [path, f] of files.deleteTargets) {
     actions.push({ remove: remove(f, oldDvs.get(path)) });
@@ -291,15 +281,7 @@ export async function startActions(io: FileIO, metadata: TableMetadata, snapshot
     { txn: { appId: `iceberg:${metadata['table-uuid']}`, version: snapshot['sequence-number'], lastUpdated: ts } },
   ];
   for (const f of live) {
-    const add: AddFile = {
-      path: deltaPath(metadata.location, f['file-path']),
-      partitionValues: partitionValues(f),
-      size: f['file-size-in-bytes'],
-      modificationTime: ts,
-      dataChange: true,
-      stats: deltaStats(f, schema, physicalNames),
-    };
-    actions.push({ add });
+    actions.push({ add: addFile(metadata.location, f, partitionValues(f), ts, true, schema, physicalNames, undefined) });
   }
   return actions;
 }
@@ -515,15 +497,7 @@ async function jumpActions(io: FileIO, metadata: TableMetadata, target: Snapshot
     const positions = [...(found?.dv ? [found.dv] : []), ...(found?.positionFiles ?? [])];
     if (positions.length > 1) throw unsupported(`delta projection: ${f['file-path']} has ${positions.length} delete files; Delta holds one deletion vector per file`);
     const dv = positions[0] ? await deltaDescriptor(io, metadata.location, positions[0]) : undefined;
-    const add: AddFile = {
-      path: deltaPath(metadata.location, f['file-path']),
-      partitionValues: partitionValues(f),
-      size: f['file-size-in-bytes'],
-      modificationTime: ts,
-      dataChange: true,
-      stats: deltaStats(f, schema, physicalNames, dv ? { tightBounds: false } : {}),
-      ...(dv ? { deletionVector: dv } : {}),
-    };
+    const add = addFile(metadata.location, f, partitionValues(f), ts, true, schema, physicalNames, dv);
     wanted.set(fileKey(add.path, dvId(dv)), add);
   }
   const dvNeeded = [...wanted.values()].some((a) => a.deletionVector !== undefined);
@@ -571,6 +545,30 @@ async function jumpActions(io: FileIO, metadata: TableMetadata, target: Snapshot
 }
 
 /** A deletion vector's identity in a logical file key (PROTOCOL.md §Deletion Vectors: storage type, path or inline data, offset). */
+/** The Delta `add` of an Iceberg data file (and the deletion vector applied to it, if any). */
+function addFile(
+  location: string,
+  f: DataFile,
+  partitionValues: Record<string, string | null>,
+  ts: number,
+  dataChange: boolean,
+  schema: Schema,
+  physicalNames: Map<number, string>,
+  dv: DeletionVectorDescriptor | undefined,
+): AddFile {
+  return {
+    path: deltaPath(location, f['file-path']),
+    partitionValues,
+    size: f['file-size-in-bytes'],
+    modificationTime: ts,
+    dataChange,
+    // A file's stats describe all its rows; once some are deleted they bound the rest only
+    // loosely (PROTOCOL.md §Per-file Statistics: tightBounds).
+    stats: deltaStats(f, schema, physicalNames, dv ? { tightBounds: false } : {}),
+    ...(dv ? { deletionVector: dv } : {}),
+  };
+}
+
 function dvId(dv: DeletionVectorDescriptor | undefined): string | undefined {
   return dv ? `${dv.storageType}${dv.pathOrInlineDv}${dv.offset !== undefined ? `@${dv.offset}` : ''}` : undefined;
 }

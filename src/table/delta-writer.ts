@@ -19,7 +19,7 @@ import type { TableContext } from './table-context.ts';
 import { identString, warningLog } from './table-context.ts';
 import { boolProp, DEFAULT_TARGET_FILE_SIZE, intProp, Props } from './table-properties.ts';
 import { ENGINE_INFO } from './version.ts';
-import type { WriteOptions, WriteResult } from './writer.ts';
+import { nothingWritten, type WriteOptions, type WriteResult } from './writer.ts';
 import { CommitRetry, commitRetryPolicy } from './commit-retry.ts';
 import { checkTxn, deltaTxn, latestDeltaTxn, txnOutcome, type TxnResult } from './write-txn.ts';
 
@@ -111,20 +111,7 @@ export async function writeDeltaOnly(ctx: TableContext, location: string, input:
 
 /** A write whose batch the Delta-only table already holds: nothing written (see WriteTxn). */
 function alreadyCommitted(ctx: TableContext, base: DeltaSnapshot, mode: WriteResult['mode'], txn: TxnResult, warnings: string[]): WriteResult {
-  return {
-    table: identString(ctx.ident),
-    created: false,
-    mode,
-    deltaVersion: base.version,
-    deltaCommitted: true,
-    files: 0,
-    rows: 0,
-    bytes: 0,
-    warnings,
-    schemaChanges: [],
-    timings: { encodeMs: 0, icebergCommitMs: 0, deltaCommitMs: 0, checkpointMs: 0 },
-    txn,
-  };
+  return nothingWritten(ctx, mode, txn, warnings, { deltaVersion: base.version, deltaCommitted: true });
 }
 
 async function latest(ctx: TableContext, location: string): Promise<DeltaSnapshot | undefined> {

@@ -155,13 +155,24 @@ export async function writeTable(ctx: TableContext, input: WriteInput, opts: Wri
 export function alreadyCommitted(ctx: TableContext, loaded: LoadTableResult, mode: WriteResult['mode'], txn: TxnResult, warnings: string[]): WriteResult {
   const snapshot = currentSnapshot(loaded.metadata);
   const delta = tableFormats(loaded.metadata.properties).includes('delta');
+  return nothingWritten(ctx, mode, txn, warnings, { snapshotId: snapshot?.['snapshot-id'], deltaVersion: delta && snapshot ? deltaVersionOf(snapshot) : undefined, deltaCommitted: delta });
+}
+
+/** A write result with no files, rows or bytes, at the table's unchanged state. */
+export function nothingWritten(
+  ctx: TableContext,
+  mode: WriteResult['mode'],
+  txn: TxnResult,
+  warnings: string[],
+  state: { snapshotId?: bigint; deltaVersion?: number; deltaCommitted: boolean },
+): WriteResult {
   return {
     table: identString(ctx.ident),
     created: false,
     mode,
-    snapshotId: snapshot?.['snapshot-id'],
-    deltaVersion: delta && snapshot ? deltaVersionOf(snapshot) : undefined,
-    deltaCommitted: delta,
+    snapshotId: state.snapshotId,
+    deltaVersion: state.deltaVersion,
+    deltaCommitted: state.deltaCommitted,
     files: 0,
     rows: 0,
     bytes: 0,
