@@ -147,7 +147,13 @@ export async function alterTable(ctx: TableContext, opts: AlterOptions): Promise
  * engine's table). Refused, rather than projected wrongly, for what that single version cannot
  * express yet; `what` starts the messages (`alter ns.t`).
  */
-export async function checkCanAddDelta(ctx: TableContext, metadata: TableMetadata, what: string, physicalNames = readPhysicalNames(metadata)): Promise<void> {
+export async function checkCanAddDelta(
+  ctx: TableContext,
+  metadata: TableMetadata,
+  what: string,
+  opts: { physicalNames?: Map<number, string>; rowDeletes?: boolean } = {},
+): Promise<void> {
+  const physicalNames = opts.physicalNames ?? readPhysicalNames(metadata);
   if (await ctx.io.exists(joinUri(metadata.location, commitPath(0)))) {
     throw unsupported(`${what}: the table has a Delta log from before (${joinUri(metadata.location, '_delta_log')}); adding Delta again would mix two histories — remove that folder first`);
   }
@@ -158,7 +164,7 @@ export async function checkCanAddDelta(ctx: TableContext, metadata: TableMetadat
   const snapshot = currentSnapshot(metadata);
   if (!snapshot) return;
   const { data, deletes } = await liveFiles(ctx.io, metadata, snapshot);
-  if (deletes.length > 0) {
+  if (deletes.length > 0 && !opts.rowDeletes) {
     throw unsupported(`${what}: adding Delta to a table with row-level deletes (${deletes.length} delete file(s)) is not supported yet; rewrite them first (copy-on-write)`);
   }
   if (data.some((f) => f['spec-id'] !== spec['spec-id'])) {

@@ -5,8 +5,15 @@ import { ensureNamespace, type LoadTableResult } from '../catalog/catalog.ts';
 import { toDeltaSchema } from '../spec/delta/schema.ts';
 import { indexById, nameMapping } from '../spec/iceberg/schema.ts';
 import { currentSchema, currentSnapshot, parseTableMetadata } from '../spec/iceberg/table-metadata.ts';
-import type { TableMetadata } from '../spec/iceberg/types.ts';
-import type { TableUpdate } from '../spec/iceberg/updates.ts';
+import type { DataFile, IcebergType, StructType, TableMetadata } from '../spec/iceberg/types.ts';
+import { quoteString } from '../engine/duckdb-session.ts';
+import { applyUpdates, type TableUpdate } from '../spec/iceberg/updates.ts';
+import { applicableDeletes } from '../spec/iceberg/scan.ts';
+import { deleteFileKey } from '../spec/iceberg/manifest.ts';
+import { engineLocalPath, liveFiles } from './iceberg-scan.ts';
+import { existingDeletes, writeRowDeletes, type WrittenDeletes } from './row-deletes.ts';
+import type { RowDeletesBasis } from './snapshot-producer.ts';
+import { partitionIdentity } from '../spec/iceberg/snapshot-summary.ts';
 import { checkCanAddDelta } from './alter.ts';
 import { commitChange } from './commit.ts';
 import { DELTA_START_KEY, operationSummary } from './delta-projection.ts';
@@ -93,8 +100,22 @@ export async function registerTable(ctx: TableContext, metadataFile: string): Pr
       }
       const plan = planSchema(ctx, base, currentSchema(base), {});
       const summary = { ...operationSummary('alter', { properties: JSON.stringify({ [Props.formats]: properties[Props.formats] }) }), [DELTA_START_KEY]: 'true' };
-      const outcome = await commitChange(ctx, plan, { operation: 'append', added: [], replaceAll: false, summary, updates }, loaded, {});
+      const deletes = await rewriteDeletes(ctx, applyUpdates(base, updates, { nowMs: ctx.clock.nowMs() }));
+      let outcome;
+      try {
+        outcome = await commitChange(
+          ctx,
+          plan,
+          { operation: deletes ? 'delete' : 'append', added: [], replaceAll: false, summary, updates, ...(deletes ? { addedDeletes: deletes.written.deletes, rowDeletes: deletes.basis } : {}) },
+          loaded,
+          {},
+        );
+      } catch (e) {
+        await ctx.io.deleteQuietly(deletes?.written.files ?? []);
+        throw e;
+      }
       if (outcome.status !== 'committed') {
+        await ctx.io.deleteQuietly(deletes?.written.files ?? []);
         loaded = outcome.loaded;
         continue;
       }
@@ -112,12 +133,91 @@ export async function registerTable(ctx: TableContext, metadataFile: string): Pr
 }
 
 /**
- * What adopting needs beyond what adding Delta needs (checkCanAddDelta): the metadata file lies
- * in the table it describes (a copied table still names the folder it was written in, and
- * Twinlake would write there), every type has a Delta twin, and each column has one name in
- * every data file — Delta's column mapping reads a column by one physical name, so a column
- * renamed since files were written, or a column with an initial default that older files lack,
- * cannot be projected. Returns the physical names: the columns' names.
+ * Another engine's position deletes and deletion vectors, as Twinlake's: for each data file with
+ * deletes, one delete file holding all its deleted positions (a Puffin deletion vector in v3, a
+ * position delete file in v2) and the Delta DV file of the same UUID, replacing every delete file
+ * that applied to it. Delta can then point at one vector per file, derived from Iceberg alone
+ * (row-deletes.ts); Iceberg readers see the same rows deleted. Undefined without deletes.
+ */
+async function rewriteDeletes(ctx: TableContext, metadata: TableMetadata): Promise<{ written: WrittenDeletes; basis: RowDeletesBasis } | undefined> {
+  const snapshot = currentSnapshot(metadata);
+  if (!snapshot) return undefined;
+  const live = await liveFiles(ctx.io, metadata, snapshot);
+  if (live.deletes.length === 0) return undefined;
+  const applicable = applicableDeletes(metadata, live.data, live.deletes, live.sequenceNumbers);
+  const touched = live.data.filter((f) => {
+    const d = applicable(f);
+    return d !== undefined && (d.dv !== undefined || d.positionFiles.length > 0);
+  });
+  if (touched.length === 0) return undefined;
+  const existing = await existingDeletes(ctx, metadata, live, touched);
+  const replaced = new Map<string, string[]>();
+  for (const f of touched) {
+    const d = applicable(f)!;
+    replaced.set(f['file-path'], [...(d.dv ? [d.dv] : []), ...d.positionFiles].map(deleteFileKey));
+  }
+  const targets = touched.map((file) => ({ file, bitmap: existing.get(file['file-path'])!.positions })).filter((t) => t.bitmap.cardinality > 0);
+  const written = await writeRowDeletes(ctx, metadata, targets);
+  return { written, basis: { replaced, partitions: new Set(touched.map(partitionIdentity)), plannedAt: metadata['last-sequence-number'] } };
+}
+
+/**
+ * Every position in a delete file being replaced must name a live data file exactly as the
+ * manifests do: a position for a file named otherwise (another URI form of the same file) or no
+ * longer in the table would be dropped by the rewrite, and a deleted row could come back.
+ */
+async function checkPositionsNameLiveFiles(ctx: TableContext, what: string, deleteFiles: DataFile[], data: DataFile[]): Promise<void> {
+  const files = [...new Map(deleteFiles.map((d) => [d['file-path'], d])).values()];
+  if (files.length === 0) return;
+  const session = await ctx.session();
+  const list = files.map((d) => quoteString(engineLocalPath(ctx.io, d['file-path'])));
+  const livePaths = data.map((f) => quoteString(f['file-path']));
+  const rows = await session.all(
+    `SELECT filename AS d, count(*) AS total, count(*) FILTER (WHERE file_path IN (${livePaths.join(', ')})) AS matched FROM read_parquet([${list.join(', ')}], filename = true) GROUP BY ALL`,
+  );
+  for (const r of rows) {
+    if (Number(r.matched) === Number(r.total)) continue;
+    const file = files.find((d) => engineLocalPath(ctx.io, d['file-path']) === String(r.d))?.['file-path'] ?? String(r.d);
+    throw unsupported(
+      `${what}: position delete file ${file} holds ${Number(r.total)} positions, of which ${Number(r.matched)} name a live data file as the manifests name it; the others (files removed since, or named another way) cannot be carried over safely`,
+    );
+  }
+}
+
+/** The names each field ID has in the data files' Parquet schemas (files without IDs add none). */
+async function fileColumnNames(ctx: TableContext, data: DataFile[]): Promise<Map<number, Set<string>>> {
+  const out = new Map<number, Set<string>>();
+  if (data.length === 0) return out;
+  const session = await ctx.session();
+  const paths = data.map((f) => quoteString(engineLocalPath(ctx.io, f['file-path'])));
+  const rows = await session.all(`SELECT DISTINCT name, field_id FROM parquet_schema([${paths.join(', ')}]) WHERE field_id IS NOT NULL`);
+  for (const r of rows) {
+    const id = Number(r.field_id);
+    if (!out.has(id)) out.set(id, new Set());
+    out.get(id)!.add(String(r.name));
+  }
+  return out;
+}
+
+/** Struct fields carry physical names; list elements and map keys and values do not. */
+function isStructField(schema: StructType, id: number): boolean {
+  const visit = (t: IcebergType): boolean => {
+    if (typeof t === 'string') return false;
+    if (t.type === 'struct') return t.fields.some((f) => f.id === id || visit(f.type));
+    if (t.type === 'list') return visit(t.element);
+    return visit(t.key) || visit(t.value);
+  };
+  return visit(schema);
+}
+
+/**
+ * What adopting needs beyond what adding Delta needs (checkCanAddDelta): an absolute location,
+ * the metadata file inside the table it describes (a copied table still names the folder it was
+ * written in, and Twinlake would write there), every type with a Delta twin, one name per column
+ * in every data file (Delta's column mapping reads a column by one physical name: a column renamed
+ * since some live files were written cannot be projected), no initial defaults (rows of older
+ * files would read null in Delta), no equality deletes, and position deletes that name live data
+ * files as the manifests do. Returns the physical names: the columns' names in the data files.
  */
 async function checkAdoptable(ctx: TableContext, metadata: TableMetadata, registered: string, what: string): Promise<Map<number, string>> {
   const location = metadata.location;
@@ -132,30 +232,49 @@ async function checkAdoptable(ctx: TableContext, metadata: TableMetadata, regist
     );
   }
   const schema = currentSchema(metadata);
+  const now = indexById(schema);
+  const snapshot = currentSnapshot(metadata);
+  const live = snapshot ? await liveFiles(ctx.io, metadata, snapshot) : undefined;
+  // A column's physical name is the name its data files give it (writers may sanitize names:
+  // Iceberg Java writes `Breed Name` as `Breed_x20Name`); one name per column, or Delta cannot read it.
   const recorded = readPhysicalNames(metadata);
-  const physicalNames = assignPhysicalNames(schema, recorded);
+  const inFiles = live ? await fileColumnNames(ctx, live.data) : new Map<number, Set<string>>();
+  const known = new Map(recorded);
+  for (const [id, names] of inFiles) {
+    const column = now.get(id);
+    if (!column || recorded.has(id) || !isStructField(schema, id)) continue;
+    if (names.size > 1) {
+      throw unsupported(
+        `${what}: column ${column.path.join('.')} is named ${[...names].sort().map((n) => JSON.stringify(n)).join(' and ')} in different data files (renamed since they were written); Delta's column mapping reads one physical name per column`,
+      );
+    }
+    known.set(id, [...names][0]!);
+  }
+  const physicalNames = assignPhysicalNames(schema, known);
   try {
     toDeltaSchema(schema, physicalNames);
   } catch (e) {
     if (isTwinlakeError(e, 'unsupported')) throw unsupported(`${what}: ${errorMessage(e)}; the table cannot keep Delta`);
     throw e;
   }
-  const now = indexById(schema);
-  for (const other of metadata.schemas) {
-    for (const [id, { path }] of indexById(other)) {
-      const current = now.get(id);
-      if (current && !recorded.has(id) && current.path[current.path.length - 1] !== path[path.length - 1]) {
-        throw unsupported(
-          `${what}: column ${current.path.join('.')} was renamed from ${path.join('.')} (schema ${other['schema-id']}); its data files may hold either name, and Delta's column mapping reads one physical name per column`,
-        );
-      }
-    }
-  }
   for (const [, { path, field }] of now) {
     if (field['initial-default'] !== undefined && field['initial-default'] !== null) {
       throw unsupported(`${what}: column ${path.join('.')} has an initial default (${JSON.stringify(field['initial-default'])}) for rows written before it existed, which Delta cannot hold`);
     }
   }
-  await checkCanAddDelta(ctx, metadata, what, physicalNames);
+  // Position deletes and deletion vectors are rewritten as Twinlake's when the table is adopted.
+  await checkCanAddDelta(ctx, metadata, what, { physicalNames, rowDeletes: true });
+  if (live) {
+    const applicable = applicableDeletes(metadata, live.data, live.deletes, live.sequenceNumbers);
+    for (const f of live.data) {
+      const eq = applicable(f)?.equality[0];
+      if (eq) {
+        throw unsupported(
+          `${what}: data file ${f['file-path']} has equality deletes (${eq['file-path']}), which Delta cannot hold; apply them first (rewrite the data files, e.g. Spark's rewrite_data_files with delete-file-threshold=1)`,
+        );
+      }
+    }
+    await checkPositionsNameLiveFiles(ctx, what, live.data.flatMap((f) => applicable(f)?.positionFiles ?? []), live.data);
+  }
   return physicalNames;
 }
