@@ -10,7 +10,8 @@ import { LocalStore } from '../../src/io/local-store.ts';
 import type { ObjectStore } from '../../src/io/object-store.ts';
 import { storeForLocation } from '../../src/io/store-for-uri.ts';
 import { Lakehouse } from '../../src/table/lakehouse.ts';
-import { errorOf, hasTestdata, tempDir, testdata } from '../helpers.ts';
+import { errorOf, hasTestdata, listFiles, tempDir, testdata } from '../helpers.ts';
+import { FaultyStore } from '../faults.ts';
 
 /**
  * Adopting tables other engines wrote (Spark, Trino, Flink, PyIceberg; ../shared/testdata/iceberg):
@@ -89,6 +90,43 @@ function canonical(rows: Record<string, unknown>[]): string[] {
     JSON.stringify(row, (_, v) => (typeof v === 'bigint' ? `${v}n` : v instanceof Uint8Array ? Buffer.from(v).toString('hex') : typeof v === 'number' && !Number.isFinite(v) ? String(v) : v));
   return rows.map(key).sort();
 }
+
+describe('register: a failed adoption leaves the table unregistered and its files as they were', () => {
+  it('a storage failure during the adopting commit', async () => {
+    const tmp = tempDir('twinlake-register-');
+    let failing = false;
+    const io = new FileIO((uri) => {
+      const { store, key } = storeForLocation(uri);
+      const faulty = new FaultyStore(store);
+      faulty.failWhen = (call, path) => failing && (call === 'put' || call === 'putIfAbsent') && path.endsWith('.avro');
+      return { store: faulty, key };
+    });
+    const lake = await Lakehouse.open({ warehouse: tmp.path, io, onWarning: () => undefined });
+    try {
+      const other = { namespace: ['spark'], name: 'orders' };
+      await lake.table(other).append([{ id: 1 }, { id: 2 }], { formats: ['iceberg'] });
+      const stripped = await lake.catalog.commitTable(other, { requirements: [], updates: [{ action: 'remove-properties', removals: ['twinlake.formats', 'twinlake.column-physical-names', 'schema.name-mapping.default'] }] });
+      if (stripped.status !== 'committed') throw new Error(stripped.reason);
+      await lake.catalog.dropTable(other);
+      const folder = join(tmp.path, 'spark', 'orders');
+      const before = listFiles(folder);
+
+      failing = true;
+      const e = await errorOf(lake.table('adopted.orders').register(stripped.metadataLocation));
+      expect(e.message).toMatch(/injected failure: (put|putIfAbsent) .*\.avro/);
+      expect(await lake.catalog.tableExists({ namespace: ['adopted'], name: 'orders' })).toBe(false);
+      expect(listFiles(folder)).toEqual(before);
+
+      failing = false;
+      const r = await lake.table('adopted.orders').register(stripped.metadataLocation);
+      expect(r.deltaVersion).toBe(0);
+      expect(await lake.table('adopted.orders').count({ format: 'delta' })).toBe(2);
+    } finally {
+      await lake.close();
+      tmp.cleanup();
+    }
+  });
+});
 
 describe.skipIf(!hasTestdata)('register: adopting tables other engines wrote', () => {
   let session: DuckDBSession;
