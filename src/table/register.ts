@@ -22,7 +22,7 @@ import { assignPhysicalNames } from './physical-names.ts';
 import { planSchema } from './schema-plan.ts';
 import type { TableContext } from './table-context.ts';
 import { identString, warningLog } from './table-context.ts';
-import { Props, readPhysicalNames, tableFormats, writePhysicalNames, type TableFormat } from './table-properties.ts';
+import { parseFormats, Props, readPhysicalNames, tableFormats, writePhysicalNames, type TableFormat } from './table-properties.ts';
 
 export interface RegisterResult {
   table: string;
@@ -73,7 +73,7 @@ export async function registerTable(ctx: TableContext, metadataFile: string): Pr
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       const base = loaded.metadata;
       const properties: Record<string, string> = {
-        [Props.formats]: 'delta,iceberg',
+        [Props.formats]: parseFormats(['iceberg', 'delta']).join(','),
         [Props.physicalNames]: writePhysicalNames(physicalNames),
       };
       // Another engine's mapping (files without field IDs rely on it) stays; one is added when missing.
