@@ -22,6 +22,7 @@ export type { WriteTxn, TxnResult } from './table/write-txn.ts';
 export type { SchemaChange } from './spec/iceberg/schema.ts';
 export type { DeleteOptions, MergeOptions, MergeResult } from './table/merge.ts';
 export type { AlterOptions, AlterResult } from './table/alter.ts';
+export type { RegisterResult } from './table/register.ts';
 export type { LiveFiles, LiveFile, LiveDelete } from './table/live-files.ts';
 export type { VerifyOptions, VerifyResult, Finding, FindingKind } from './table/verify.ts';
 export type { WriteInput, InputFormat, Row } from './table/input.ts';

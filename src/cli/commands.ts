@@ -13,7 +13,7 @@ import { parseFormats, type RowChangeStrategy } from '../table/table-properties.
 import { parseTxnOption } from '../table/write-txn.ts';
 import type { ReadOptions } from '../table/table.ts';
 import type { StructType } from '../spec/iceberg/types.ts';
-import { formatTable, printAlter, printDescription, printEngine, printFiles, printHistory, printTableSummaries, printVerify, printWriteResult } from './format.ts';
+import { formatTable, printAlter, printRegister, printDescription, printEngine, printFiles, printHistory, printTableSummaries, printVerify, printWriteResult } from './format.ts';
 import { code as exitCode } from './exit-codes.ts';
 import { parseRowCount, runQuickstart } from './quickstart.ts';
 import { withProgress } from './progress.ts';
@@ -337,6 +337,18 @@ export function registerCommands(program: Command): void {
       await using(cmd, async (lake) => {
         const r = await lake.table(table).alter({ set: parseProperties(o.property, 'alter'), unset: o.unset, formats: o.formats });
         out(o.json ? stringifyJson(r, 2) : printAlter(r));
+      });
+    });
+
+  command('register', 'twinlake register sales.orders /data/spark/orders/metadata/00007-0c1f.metadata.json')
+    .description("adopt an Iceberg table another engine wrote: register its metadata file (the table stays where it is) and project it to Delta")
+    .argument('<table>', 'namespace.table')
+    .argument('<metadata-file>', 'the table\'s current metadata file (a path or file: URI)')
+    .option('--json', 'print the result as JSON')
+    .action(async (table: string, metadataFile: string, o: { json?: boolean }, cmd: Command) => {
+      await using(cmd, async (lake) => {
+        const r = await lake.table(table).register(metadataFile);
+        out(o.json ? stringifyJson(r, 2) : printRegister(r));
       });
     });
 

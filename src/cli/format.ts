@@ -3,6 +3,7 @@ import { ENGINE_ENV, formatBytes, type EngineSettings } from '../engine/engine-s
 import type { IcebergType, NestedField } from '../spec/iceberg/types.ts';
 import { localPathIfFile } from '../core/uri.ts';
 import type { AlterResult } from '../table/alter.ts';
+import type { RegisterResult } from '../table/register.ts';
 import type { TableSummary } from '../table/lakehouse.ts';
 import type { LiveFiles } from '../table/live-files.ts';
 import type { MergeResult } from '../table/merge.ts';
@@ -229,6 +230,15 @@ export function printFiles(f: LiveFiles): string {
 export function printAlter(r: AlterResult): string {
   if (r.changed.length === 0) return `${r.table}: nothing to change`;
   const lines = [`altered ${r.table}: ${r.changed.map((k) => (k in r.properties ? `${k}=${r.properties[k]}` : `${k} removed`)).join(', ')}`];
+  lines.push(`  formats           ${r.formats.join(', ')}`);
+  if (r.snapshotId !== undefined) lines.push(`  iceberg snapshot  ${r.snapshotId}`);
+  if (r.deltaVersion !== undefined) lines.push(`  delta version     ${r.deltaVersion}`);
+  return lines.join('\n');
+}
+
+export function printRegister(r: RegisterResult): string {
+  const lines = [`registered ${r.table}: ${r.registeredMetadata}`];
+  lines.push(`  location          ${localPathIfFile(r.location)}`);
   lines.push(`  formats           ${r.formats.join(', ')}`);
   if (r.snapshotId !== undefined) lines.push(`  iceberg snapshot  ${r.snapshotId}`);
   if (r.deltaVersion !== undefined) lines.push(`  delta version     ${r.deltaVersion}`);

@@ -56,8 +56,8 @@ export function joinUri(base: string, ...parts: string[]): string {
 export function relativeTo(root: string, uri: string): string | undefined {
   const r = root.replace(/\/+$/, '') + '/';
   if (uri.startsWith(r)) return uri.slice(r.length);
-  // file:/x and file:///x name the same place.
-  if (root.startsWith('file:') && uri.startsWith('file:')) {
+  // file:/x, file:///x and the absolute path /x name the same place.
+  if (root.startsWith('file:') && (uri.startsWith('file:') || uri.startsWith('/'))) {
     const a = localPath(root).replace(/\/+$/, '') + '/';
     const b = localPath(uri);
     if (b.startsWith(a)) return b.slice(a.length);

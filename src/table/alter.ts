@@ -98,7 +98,7 @@ export async function alterTable(ctx: TableContext, opts: AlterOptions): Promise
     const addsDelta = formats.includes('delta') && !before.includes('delta');
     const dropsDelta = before.includes('delta') && !formats.includes('delta');
     const mirrored = formats.includes('delta') && before.includes('delta') && all.some((k) => DELTA_MIRRORED_PROPERTIES.includes(k));
-    if (addsDelta) await checkCanAddDelta(ctx, metadata);
+    if (addsDelta) await checkCanAddDelta(ctx, metadata, `alter ${name}`);
     // Delta must hold every snapshot before the one that changes what it mirrors, or it stops.
     if (dropsDelta || mirrored) await repairDelta(ctx, metadata, log.warn);
 
@@ -145,32 +145,38 @@ export async function alterTable(ctx: TableContext, opts: AlterOptions): Promise
 }
 
 /**
- * Adding Delta projects the current snapshot as Delta version 0. Refused, rather than projected
- * wrongly, for what that single version cannot express yet.
+ * Adding Delta projects the current snapshot as Delta version 0 (alter, and register of another
+ * engine's table). Refused, rather than projected wrongly, for what that single version cannot
+ * express yet; `what` starts the messages (`alter ns.t`).
  */
-async function checkCanAddDelta(ctx: TableContext, metadata: TableMetadata): Promise<void> {
-  const name = identString(ctx.ident);
+export async function checkCanAddDelta(
+  ctx: TableContext,
+  metadata: TableMetadata,
+  what: string,
+  opts: { physicalNames?: Map<number, string>; rowDeletes?: boolean } = {},
+): Promise<void> {
+  const physicalNames = opts.physicalNames ?? readPhysicalNames(metadata);
   if (await ctx.io.exists(joinUri(metadata.location, commitPath(0)))) {
-    throw unsupported(`alter ${name}: the table has a Delta log from before (${joinUri(metadata.location, '_delta_log')}); adding Delta again would mix two histories — remove that folder first`);
+    throw unsupported(`${what}: the table has a Delta log from before (${joinUri(metadata.location, '_delta_log')}); adding Delta again would mix two histories — remove that folder first`);
   }
   const schema = currentSchema(metadata);
-  toDeltaSchema(schema, readPhysicalNames(metadata)); // types without a Delta twin are refused here
+  toDeltaSchema(schema, physicalNames); // types without a Delta twin are refused here
   const spec = specById(metadata, metadata['default-spec-id']);
   checkDeltaPartitioning(spec, schema);
   const snapshot = currentSnapshot(metadata);
   if (!snapshot) return;
   const { data, deletes } = await liveFiles(ctx.io, metadata, snapshot);
-  if (deletes.length > 0) {
-    throw unsupported(`alter ${name}: adding Delta to a table with row-level deletes (${deletes.length} delete file(s)) is not supported yet; rewrite them first (copy-on-write)`);
+  if (deletes.length > 0 && !opts.rowDeletes) {
+    throw unsupported(`${what}: adding Delta to a table with row-level deletes (${deletes.length} delete file(s)) is not supported yet; rewrite them first (copy-on-write)`);
   }
   if (data.some((f) => f['spec-id'] !== spec['spec-id'])) {
-    throw unsupported(`alter ${name}: adding Delta to a table whose files were written with an older partition spec is not supported yet`);
+    throw unsupported(`${what}: adding Delta to a table whose files were written with an older partition spec is not supported yet`);
   }
   const index = indexById(schema);
   for (const f of spec.fields) {
     if (f.transform !== 'identity' || index.get(f['source-id'])?.field.type !== 'string') continue;
     if (data.some((d) => d.partition[f.name] === '')) {
-      throw invalidInput(`alter ${name}: partition ${f.name} holds an empty string, which Delta reads back as null; the table cannot keep Delta`);
+      throw invalidInput(`${what}: partition ${f.name} holds an empty string, which Delta reads back as null; the table cannot keep Delta`);
     }
   }
 }

@@ -249,40 +249,32 @@ export function snapshotActions(metadata: TableMetadata, snapshot: Snapshot, fil
 
 /**
  * The Delta version that starts the log of a table that had Iceberg alone (see DELTA_START_KEY):
- * protocol, metaData and every live data file of the snapshot, as Delta's CONVERT writes it.
- * Adding Delta is refused for tables with row-level deletes, so no file has a deletion vector.
+ * protocol, metaData and every live data file of the snapshot, as Delta's CONVERT writes it, each
+ * with the deletion vector of its (Twinlake) delete file: an adopted table's deletes are rewritten
+ * as Twinlake's by the snapshot that starts the log (register.ts).
  */
 export async function startActions(io: FileIO, metadata: TableMetadata, snapshot: Snapshot): Promise<Action[]> {
   const ts = snapshot['timestamp-ms'];
   const schema = schemaById(metadata, snapshot['schema-id'] ?? metadata['current-schema-id']);
-  const physicalNames = readPhysicalNames(metadata);
-  const partitionValues = partitionValuesOf(metadata, schema, physicalNames);
-  const live: DataFile[] = [];
-  for (const m of await readManifestList(io, snapshot['manifest-list'])) {
-    for (const e of await readManifestEntries(io, m, metadata)) {
-      if (e.status === 2) continue;
-      if (m.content !== 0) throw dataInvalid(`delta projection: snapshot ${snapshot['snapshot-id']} starts the Delta log but has delete file ${e['data-file']['file-path']}`);
-      live.push(e['data-file']);
-    }
-  }
+  const adds = [...(await liveAdds(io, metadata, snapshot, ts)).values()];
+  // A table adopted with row-level deletes (register) starts with deletion vectors.
+  const dvs = adds.some((a) => a.deletionVector !== undefined) || deletionVectorsOn(snapshot);
   const partitionedBy = JSON.stringify(identityColumns(metadata, schema).map((c) => c.name));
   const commitInfo: CommitInfo = {
     timestamp: ts,
     operation: 'CONVERT',
-    operationParameters: { numFiles: String(live.length), partitionedBy, collectStats: 'true', sourceFormat: 'iceberg' },
+    operationParameters: { numFiles: String(adds.length), partitionedBy, collectStats: 'true', sourceFormat: 'iceberg' },
     engineInfo: ENGINE_INFO,
     icebergSnapshotId: snapshot['snapshot-id'],
     icebergSequenceNumber: snapshot['sequence-number'],
   };
   const actions: Action[] = [
     { commitInfo },
-    { protocol: protocolFor(schema, { columnMapping: true }) },
-    { metaData: deltaMetadata(metadata, schema, ts) },
+    { protocol: protocolFor(schema, { columnMapping: true, deletionVectors: dvs }) },
+    { metaData: deltaMetadata(metadata, schema, ts, dvs) },
     { txn: { appId: `iceberg:${metadata['table-uuid']}`, version: snapshot['sequence-number'], lastUpdated: ts } },
   ];
-  for (const f of live) {
-    actions.push({ add: addFile(metadata.location, f, partitionValues(f), ts, true, schema, physicalNames, undefined) });
-  }
+  for (const add of adds) actions.push({ add });
   return actions;
 }
 
@@ -485,21 +477,7 @@ async function jumpActions(io: FileIO, metadata: TableMetadata, target: Snapshot
   // the Iceberg table last changed, no earlier than the newest Delta commit.
   const ts = Math.max(metadata['last-updated-ms'], head?.timestampMs ?? 0, target['timestamp-ms']);
   const schema = schemaById(metadata, target['schema-id'] ?? metadata['current-schema-id']);
-  const physicalNames = readPhysicalNames(metadata);
-  const partitionValues = partitionValuesOf(metadata, schema, physicalNames);
-  const { data, deletes, sequenceNumbers } = await liveFiles(io, metadata, target);
-  const applicable = applicableDeletes(metadata, data, deletes, sequenceNumbers);
-
-  const wanted = new Map<string, AddFile>();
-  for (const f of data) {
-    const found = applicable(f);
-    if ((found?.equality.length ?? 0) > 0) throw unsupported(`delta projection: ${f['file-path']} has equality deletes, which Delta cannot hold`);
-    const positions = [...(found?.dv ? [found.dv] : []), ...(found?.positionFiles ?? [])];
-    if (positions.length > 1) throw unsupported(`delta projection: ${f['file-path']} has ${positions.length} delete files; Delta holds one deletion vector per file`);
-    const dv = positions[0] ? await deltaDescriptor(io, metadata.location, positions[0]) : undefined;
-    const add = addFile(metadata.location, f, partitionValues(f), ts, true, schema, physicalNames, dv);
-    wanted.set(fileKey(add.path, dvId(dv)), add);
-  }
+  const wanted = await liveAdds(io, metadata, target, ts);
   const dvNeeded = [...wanted.values()].some((a) => a.deletionVector !== undefined);
   // Table features are never dropped: a log that has deletion vectors keeps the feature.
   const dvBefore = before?.protocol.writerFeatures?.includes('deletionVectors') ?? false;
@@ -544,7 +522,30 @@ async function jumpActions(io: FileIO, metadata: TableMetadata, target: Snapshot
   return actions;
 }
 
-/** A deletion vector's identity in a logical file key (PROTOCOL.md §Deletion Vectors: storage type, path or inline data, offset). */
+/**
+ * The Delta `add` of every live data file of `snapshot`, each with the deletion vector of its
+ * delete file (keyed by Delta's logical file key). What Delta cannot hold is refused: equality
+ * deletes, and more than one delete file for a data file.
+ */
+async function liveAdds(io: FileIO, metadata: TableMetadata, snapshot: Snapshot, ts: number): Promise<Map<string, AddFile>> {
+  const schema = schemaById(metadata, snapshot['schema-id'] ?? metadata['current-schema-id']);
+  const physicalNames = readPhysicalNames(metadata);
+  const partitionValues = partitionValuesOf(metadata, schema, physicalNames);
+  const { data, deletes, sequenceNumbers } = await liveFiles(io, metadata, snapshot);
+  const applicable = applicableDeletes(metadata, data, deletes, sequenceNumbers);
+  const wanted = new Map<string, AddFile>();
+  for (const f of data) {
+    const found = applicable(f);
+    if ((found?.equality.length ?? 0) > 0) throw unsupported(`delta projection: ${f['file-path']} has equality deletes, which Delta cannot hold`);
+    const positions = [...(found?.dv ? [found.dv] : []), ...(found?.positionFiles ?? [])];
+    if (positions.length > 1) throw unsupported(`delta projection: ${f['file-path']} has ${positions.length} delete files; Delta holds one deletion vector per file`);
+    const dv = positions[0] ? await deltaDescriptor(io, metadata.location, positions[0]) : undefined;
+    const add = addFile(metadata.location, f, partitionValues(f), ts, true, schema, physicalNames, dv);
+    wanted.set(fileKey(add.path, dvId(dv)), add);
+  }
+  return wanted;
+}
+
 /** The Delta `add` of an Iceberg data file (and the deletion vector applied to it, if any). */
 function addFile(
   location: string,
@@ -569,6 +570,7 @@ function addFile(
   };
 }
 
+/** A deletion vector's identity in a logical file key (PROTOCOL.md §Deletion Vectors: storage type, path or inline data, offset). */
 function dvId(dv: DeletionVectorDescriptor | undefined): string | undefined {
   return dv ? `${dv.storageType}${dv.pathOrInlineDv}${dv.offset !== undefined ? `@${dv.offset}` : ''}` : undefined;
 }

@@ -155,7 +155,7 @@ function partitionValue(type: string, value: unknown): LiteralValue {
 }
 
 /** The deletes with every file named as the engine reads it; `dataFile` stays as the metadata names it. */
-function enginePaths(io: FileIO, d: ScanDeletes): ScanDeletes {
+export function enginePaths(io: FileIO, d: ScanDeletes): ScanDeletes {
   const out: ScanDeletes = {};
   if (d.positions) out.positions = d.positions.map((p) => (p.kind === 'bitmap' ? p : { ...p, path: enginePath(io, p.path) }));
   if (d.equality) out.equality = d.equality.map((e) => ({ ...e, path: enginePath(io, e.path) }));

@@ -5,7 +5,7 @@ import type { Snapshot, TableMetadata } from '../spec/iceberg/types.ts';
 import type { ScanTask } from '../spec/scan-task.ts';
 import { deltaScanTask, deltaVersionOfSnapshot, icebergSnapshotOf, readDeltaSnapshot } from './delta-log.ts';
 import { deltaVersionOf } from './delta-projection.ts';
-import { planIcebergScan } from './iceberg-scan.ts';
+import { enginePath, enginePaths, planIcebergScan } from './iceberg-scan.ts';
 import { bindFilter, pruneDeltaTask } from './scan-filter.ts';
 
 export type ReadFormat = 'iceberg' | 'delta';
@@ -64,8 +64,10 @@ export async function planRead(source: TableSource, format: ReadFormat | undefin
     timestampMs: travel.asOf !== undefined ? parseAsOf(travel.asOf) : undefined,
   });
   const all = deltaScanTask(snapshot, source.location);
-  const task = pruneDeltaTask(all, snapshot, bindFilter(travel.where, all.schema));
-  return { format: 'delta', task, deltaVersion: snapshot.version };
+  const pruned = pruneDeltaTask(all, snapshot, bindFilter(travel.where, all.schema));
+  // The engine opens each file where the FileIO keeps it, as for an Iceberg read.
+  const files = pruned.files.map((f) => ({ ...f, path: enginePath(source.io, f.path), ...(f.deletes ? { deletes: enginePaths(source.io, f.deletes) } : {}) }));
+  return { format: 'delta', task: { ...pruned, files }, deltaVersion: snapshot.version };
 }
 
 /**

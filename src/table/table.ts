@@ -3,6 +3,7 @@ import { joinUri } from '../core/uri.ts';
 import type { FileIO } from '../io/file-io.ts';
 import { commitPath } from '../spec/delta/actions.ts';
 import { alterTable, type AlterOptions, type AlterResult } from './alter.ts';
+import { registerTable, type RegisterResult } from './register.ts';
 import { listLiveFiles, type LiveFiles } from './live-files.ts';
 import { checkPlacement } from './table-placement.ts';
 import { parseStats } from '../spec/delta/stats.ts';
@@ -141,6 +142,15 @@ export class Table {
    */
   alter(opts: AlterOptions): Promise<AlterResult> {
     return alterTable(this.ctx, opts);
+  }
+
+  /**
+   * Adopts an Iceberg table another engine wrote: registers its metadata file (a path or URI)
+   * under this name, where the table stays, and projects it to Delta; from then on every write
+   * keeps both formats. `lake.table('sales.orders').register('/data/orders/metadata/00007-….metadata.json')`.
+   */
+  register(metadataFile: string): Promise<RegisterResult> {
+    return registerTable(this.ctx, metadataFile);
   }
 
   /**
