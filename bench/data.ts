@@ -7,8 +7,6 @@ import { finished } from 'node:stream/promises';
  * written once and reused by later runs.
  */
 export async function eventsFile(path: string, rows: number): Promise<string> {
-  if ((await stat(path).catch(() => undefined))?.size) return path;
-  const out = createWriteStream(path);
   const regions = ['us-east', 'us-west', 'eu-central', 'eu-west', 'ap-south'];
   let seed = 7;
   const rand = () => {
@@ -16,25 +14,14 @@ export async function eventsFile(path: string, rows: number): Promise<string> {
     return seed / 4294967296;
   };
   const start = Date.UTC(2025, 0, 1);
-  let buf = '';
-  for (let i = 0; i < rows; i++) {
-    const row = {
-      id: i,
-      ts: new Date(start + Math.floor(rand() * 90 * 86400_000)).toISOString(),
-      user_id: Math.floor(rand() * 100000),
-      region: regions[i % regions.length],
-      amount: Math.round(rand() * 1e6) / 100,
-      attributes: { device: rand() < 0.5 ? 'ios' : 'web', score: Math.floor(rand() * 100) },
-    };
-    buf += JSON.stringify(row) + '\n';
-    if (buf.length > 1 << 20) {
-      if (!out.write(buf)) await new Promise<void>((r) => out.once('drain', () => r()));
-      buf = '';
-    }
-  }
-  out.end(buf);
-  await finished(out);
-  return path;
+  return ndjsonFile(path, rows, (i) => ({
+    id: i,
+    ts: new Date(start + Math.floor(rand() * 90 * 86400_000)).toISOString(),
+    user_id: Math.floor(rand() * 100000),
+    region: regions[i % regions.length],
+    amount: Math.round(rand() * 1e6) / 100,
+    attributes: { device: rand() < 0.5 ? 'ios' : 'web', score: Math.floor(rand() * 100) },
+  }));
 }
 
 /**
@@ -43,16 +30,13 @@ export async function eventsFile(path: string, rows: number): Promise<string> {
  * `hours` distinct hours. Consecutive rows land in far-apart hours, as an unsorted feed does.
  */
 export async function ordersFile(path: string, rows: number, hours: number): Promise<string> {
-  if ((await stat(path).catch(() => undefined))?.size) return path;
-  const out = createWriteStream(path);
   const start = Date.UTC(2024, 0, 1);
   // A step coprime to `hours` visits every hour before repeating one.
   let step = 7919;
   while (gcd(step, hours) !== 1) step += 2;
-  let buf = '';
-  for (let i = 0; i < rows; i++) {
+  return ndjsonFile(path, rows, (i) => {
     const hour = (i * step) % hours;
-    const row = {
+    return {
       order_id: i,
       order_ts: new Date(start + hour * 3_600_000 + (i % 3600) * 1000).toISOString(),
       customer_id: `cust-${i % 5000}`,
@@ -66,7 +50,16 @@ export async function ordersFile(path: string, rows: number, hours: number): Pro
       discount: i % 11,
       payload: `${i.toString(16).padStart(8, '0')}`.repeat(8),
     };
-    buf += JSON.stringify(row) + '\n';
+  });
+}
+
+/** Writes `rows` records, `row(i)` each, one JSON line apiece; a file already written is reused. */
+async function ndjsonFile(path: string, rows: number, row: (i: number) => unknown): Promise<string> {
+  if ((await stat(path).catch(() => undefined))?.size) return path;
+  const out = createWriteStream(path);
+  let buf = '';
+  for (let i = 0; i < rows; i++) {
+    buf += JSON.stringify(row(i)) + '\n';
     if (buf.length > 1 << 20) {
       if (!out.write(buf)) await new Promise<void>((r) => out.once('drain', () => r()));
       buf = '';
