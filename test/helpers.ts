@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'vitest';
@@ -32,15 +32,24 @@ export function cli(args: string[], opts: { input?: string; cwd?: string; env?: 
 }
 
 
-/** Every file below `dir`, relative, sorted (for "nothing changed" checks). */
+/**
+ * Every file below `dir`, relative, sorted (for "nothing changed" checks). Tests also poll a table
+ * while a writer runs: a folder that vanishes between listing and reading it is simply not there.
+ */
 export function listFiles(dir: string): string[] {
   if (!existsSync(dir)) return [];
   const out: string[] = [];
   const walk = (d: string, rel: string) => {
-    for (const name of readdirSync(d)) {
-      const p = join(d, name);
-      if (statSync(p).isDirectory()) walk(p, rel + name + '/');
-      else out.push(rel + name);
+    let entries;
+    try {
+      entries = readdirSync(d, { withFileTypes: true });
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return;
+      throw e;
+    }
+    for (const entry of entries) {
+      if (entry.isDirectory()) walk(join(d, entry.name), rel + entry.name + '/');
+      else out.push(rel + entry.name);
     }
   };
   walk(dir, '');
