@@ -19,7 +19,7 @@ export { Lakehouse, type LakehouseOptions, type TableSummary } from './table/lak
 export { Table, type ReadOptions, type HistoryEntry, type TableDescription } from './table/table.ts';
 export type { WriteOptions, WriteResult, WriteMode } from './table/writer.ts';
 export type { WriteTxn, TxnResult } from './table/write-txn.ts';
-export type { SchemaChange } from './spec/iceberg/schema.ts';
+export type { SchemaChange } from './format/iceberg/schema.ts';
 export type { DeleteOptions, MergeOptions, MergeResult } from './table/merge.ts';
 export type { AlterOptions, AlterResult } from './table/alter.ts';
 export type { RegisterResult } from './table/register.ts';
@@ -36,4 +36,4 @@ export { SqlCatalog } from './catalog/sql-catalog.ts';
 export type { ObjectStore, ObjectMeta } from './io/object-store.ts';
 export { LocalStore } from './io/local-store.ts';
 export { MemoryStore } from './io/memory-store.ts';
-export type { Schema, StructType, NestedField, IcebergType, TableMetadata, Snapshot } from './spec/iceberg/types.ts';
+export type { Schema, StructType, NestedField, IcebergType, TableMetadata, Snapshot } from './format/iceberg/types.ts';

@@ -1,6 +1,6 @@
 import { invalidInput, isTwinlakeError } from '../core/errors.ts';
-import type { TableMetadata } from '../spec/iceberg/types.ts';
-import type { TableRequirement, TableUpdate } from '../spec/iceberg/updates.ts';
+import type { TableMetadata } from '../format/iceberg/types.ts';
+import type { TableRequirement, TableUpdate } from '../format/iceberg/updates.ts';
 
 /**
  * The Iceberg catalog contract, in the shapes of the REST catalog spec and iceberg-rust: a table is

@@ -5,9 +5,9 @@ import { systemClock, type Clock } from '../core/clock.ts';
 import { errorMessage, invalidInput, isTwinlakeError, notFound, TwinlakeError, unsupported } from '../core/errors.ts';
 import { localPath, relativeTo } from '../core/uri.ts';
 import type { ObjectStore } from '../io/object-store.ts';
-import { parseTableMetadata, serializeTableMetadata } from '../spec/iceberg/table-metadata.ts';
-import type { TableMetadata } from '../spec/iceberg/types.ts';
-import { applyUpdates, checkRequirements } from '../spec/iceberg/updates.ts';
+import { parseTableMetadata, serializeTableMetadata } from '../format/iceberg/table-metadata.ts';
+import type { TableMetadata } from '../format/iceberg/types.ts';
+import { applyUpdates, checkRequirements } from '../format/iceberg/updates.ts';
 import {
   checkNamespace,
   checkTableIdentifier,

@@ -12,7 +12,7 @@ import { parseInputFormat, type WriteInput } from '../table/input.ts';
 import { parseFormats, type RowChangeStrategy } from '../table/table-properties.ts';
 import { parseTxnOption } from '../table/write-txn.ts';
 import type { ReadOptions } from '../table/table.ts';
-import type { StructType } from '../spec/iceberg/types.ts';
+import type { StructType } from '../format/iceberg/types.ts';
 import { formatTable, printAlter, printRegister, printDescription, printEngine, printFiles, printHistory, printTableSummaries, printVerify, printWriteResult } from './format.ts';
 import { code as exitCode } from './exit-codes.ts';
 import { parseRowCount, runQuickstart } from './quickstart.ts';

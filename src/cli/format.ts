@@ -1,6 +1,6 @@
 import { stringifyJson } from '../core/json.ts';
 import { ENGINE_ENV, formatBytes, type EngineSettings } from '../engine/engine-settings.ts';
-import type { IcebergType, NestedField } from '../spec/iceberg/types.ts';
+import type { IcebergType, NestedField } from '../format/iceberg/types.ts';
 import { localPathIfFile } from '../core/uri.ts';
 import type { AlterResult } from '../table/alter.ts';
 import type { RegisterResult } from '../table/register.ts';

@@ -3,7 +3,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { DuckDBInstance, type DuckDBConnection, type DuckDBValue } from '@duckdb/node-api';
 import { errorMessage, TwinlakeError, type ErrorKind } from '../core/errors.ts';
-import { quoteIdent, quoteString } from '../spec/parquet/duckdb-types.ts';
+import { quoteIdent, quoteString } from '../format/parquet/duckdb-types.ts';
 import { formatBytes, howToSet, resolveEngineSettings, type EngineOptions, type EngineSettings } from './engine-settings.ts';
 
 export { quoteIdent, quoteString };

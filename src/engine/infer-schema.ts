@@ -1,6 +1,6 @@
 import { localPathIfFile } from '../core/uri.ts';
-import type { IcebergType, StructType } from '../spec/iceberg/types.ts';
-import { quoteIdent, quoteString, structFromDescribe, toDuckDBType } from '../spec/parquet/duckdb-types.ts';
+import type { IcebergType, StructType } from '../format/iceberg/types.ts';
+import { quoteIdent, quoteString, structFromDescribe, toDuckDBType } from '../format/parquet/duckdb-types.ts';
 import type { DuckDBSession } from './duckdb-session.ts';
 
 export type InputFormat = 'ndjson' | 'json' | 'csv' | 'parquet';

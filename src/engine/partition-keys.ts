@@ -1,12 +1,12 @@
 import { BIGINT, BLOB, DuckDBBlobValue, DuckDBScalarFunction, INTEGER, VARCHAR, type DuckDBVector } from '@duckdb/node-api';
 import { unsupported } from '../core/errors.ts';
-import { bucketHasher } from '../spec/iceberg/murmur3.ts';
-import { indexById, normalizePrimitive } from '../spec/iceberg/schema.ts';
-import { bindTransform, parseTransform, truncateCodePoints } from '../spec/iceberg/transforms.ts';
-import type { PartitionField, PartitionSpec, Schema } from '../spec/iceberg/types.ts';
-import { quoteIdent, quoteString } from '../spec/parquet/duckdb-types.ts';
-import { physicalName } from '../spec/parquet/field-ids.ts';
-import type { LiteralValue } from '../spec/scan-task.ts';
+import { bucketHasher } from '../format/iceberg/murmur3.ts';
+import { indexById, normalizePrimitive } from '../format/iceberg/schema.ts';
+import { bindTransform, parseTransform, truncateCodePoints } from '../format/iceberg/transforms.ts';
+import type { PartitionField, PartitionSpec, Schema } from '../format/iceberg/types.ts';
+import { quoteIdent, quoteString } from '../format/parquet/duckdb-types.ts';
+import { physicalName } from '../format/parquet/field-ids.ts';
+import type { LiteralValue } from '../format/scan-task.ts';
 import type { DuckDBSession } from './duckdb-session.ts';
 
 /**

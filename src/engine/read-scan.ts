@@ -15,13 +15,13 @@ import {
 } from '@duckdb/node-api';
 import { dataInvalid, internal, invalidInput, unsupported } from '../core/errors.ts';
 import { localPath, localPathIfFile, SCHEME_AND_AUTHORITY } from '../core/uri.ts';
-import { formatDate, formatTime, formatTimestamp, fromJsonValue, unscaledToDecimal } from '../spec/iceberg/single-value.ts';
-import type { IcebergType, NestedField } from '../spec/iceberg/types.ts';
-import { quoteIdent, quoteString, sqlLiteral, toDuckDBType } from '../spec/parquet/duckdb-types.ts';
-import { physicalName } from '../spec/parquet/field-ids.ts';
-import { decodeDeletionVectorBlob } from '../spec/delta/deletion-vector.ts';
-import type { RoaringBitmap64 } from '../spec/roaring.ts';
-import type { EqualityDeleteFile, LiteralValue, PositionDeletes, ScanFile, ScanTask } from '../spec/scan-task.ts';
+import { formatDate, formatTime, formatTimestamp, fromJsonValue, unscaledToDecimal } from '../format/iceberg/single-value.ts';
+import type { IcebergType, NestedField } from '../format/iceberg/types.ts';
+import { quoteIdent, quoteString, sqlLiteral, toDuckDBType } from '../format/parquet/duckdb-types.ts';
+import { physicalName } from '../format/parquet/field-ids.ts';
+import { decodeDeletionVectorBlob } from '../format/delta/deletion-vector.ts';
+import type { RoaringBitmap64 } from '../format/roaring.ts';
+import type { EqualityDeleteFile, LiteralValue, PositionDeletes, ScanFile, ScanTask } from '../format/scan-task.ts';
 import type { DuckDBSession } from './duckdb-session.ts';
 
 const FILE_COL = '__tl_file';

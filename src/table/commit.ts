@@ -1,9 +1,9 @@
 import { isTwinlakeError } from '../core/errors.ts';
 import { newSnapshotId } from '../core/ids.ts';
 import { ensureNamespace, type LoadTableResult } from '../catalog/catalog.ts';
-import { currentSchema, currentSnapshot } from '../spec/iceberg/table-metadata.ts';
-import type { TableMetadata } from '../spec/iceberg/types.ts';
-import { applyUpdates } from '../spec/iceberg/updates.ts';
+import { currentSchema, currentSnapshot } from '../format/iceberg/table-metadata.ts';
+import type { TableMetadata } from '../format/iceberg/types.ts';
+import { applyUpdates } from '../format/iceberg/updates.ts';
 import { DELTA_DV_KEY, DELTA_START_KEY, DELTA_VERSION_KEY, deletionVectorsOn, nextDeltaVersionAfter } from './delta-projection.ts';
 import { rebasePlan, type SchemaPlan } from './schema-plan.ts';
 import { SnapshotProducer, type SnapshotChange } from './snapshot-producer.ts';

@@ -1,7 +1,7 @@
 import { dataInvalid, invalidInput, isTwinlakeError, notFound, unsupported } from '../core/errors.ts';
 import { isUri, joinUri, relativeTo } from '../core/uri.ts';
 import type { ObjectStore } from '../io/object-store.ts';
-import { type Action, type DeletionVectorDescriptor, commitPath, parseCommit, parseLogFileName, serializeCommit } from '../spec/delta/actions.ts';
+import { type Action, type DeletionVectorDescriptor, commitPath, parseCommit, parseLogFileName, serializeCommit } from '../format/delta/actions.ts';
 import {
   type LastCheckpoint,
   CHECKPOINT_VALUE_PARSERS,
@@ -9,14 +9,14 @@ import {
   checkpointSidecars,
   parseLastCheckpoint,
   resolveSidecars,
-} from '../spec/delta/checkpoint.ts';
+} from '../format/delta/checkpoint.ts';
 import { readParquetRows } from '../engine/parquet-rows.ts';
-import { deletionVectorLocation, inlineDeletionVector } from '../spec/delta/deletion-vector.ts';
-import { parsePartitionValue } from '../spec/delta/partition-values.ts';
-import { type DeltaSnapshot, type ReplayCommit, checkReadSupported, decodePath, findCommitInfo, listLogSegment, replay } from '../spec/delta/replay.ts';
-import { columnMappingMode, fromDeltaSchema } from '../spec/delta/schema.ts';
-import { parseStats } from '../spec/delta/stats.ts';
-import type { LiteralValue, PositionDeletes, ScanFile, ScanTask } from '../spec/scan-task.ts';
+import { deletionVectorLocation, inlineDeletionVector } from '../format/delta/deletion-vector.ts';
+import { parsePartitionValue } from '../format/delta/partition-values.ts';
+import { type DeltaSnapshot, type ReplayCommit, checkReadSupported, decodePath, findCommitInfo, listLogSegment, replay } from '../format/delta/replay.ts';
+import { columnMappingMode, fromDeltaSchema } from '../format/delta/schema.ts';
+import { parseStats } from '../format/delta/stats.ts';
+import type { LiteralValue, PositionDeletes, ScanFile, ScanTask } from '../format/scan-task.ts';
 
 /**
  * Reading and writing a Delta log through an ObjectStore. `tableRoot` is the table's key prefix in

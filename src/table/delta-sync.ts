@@ -1,5 +1,5 @@
 import { errorMessage, invalidInput } from '../core/errors.ts';
-import type { Snapshot, TableMetadata } from '../spec/iceberg/types.ts';
+import type { Snapshot, TableMetadata } from '../format/iceberg/types.ts';
 import { writeDeltaCheckpointIfDue } from './delta-checkpoint.ts';
 import { type CatchUpResult, catchUpDelta, checkpointInterval, deltaVersionOf } from './delta-projection.ts';
 import type { TableContext } from './table-context.ts';

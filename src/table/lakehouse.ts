@@ -13,14 +13,14 @@ import { copyScanTo, readScan } from '../engine/read-scan.ts';
 import { FileIO } from '../io/file-io.ts';
 import { LocalStore } from '../io/local-store.ts';
 import { storeForLocation } from '../io/store-for-uri.ts';
-import { parseTableMetadata } from '../spec/iceberg/table-metadata.ts';
+import { parseTableMetadata } from '../format/iceberg/table-metadata.ts';
 import { locateMetadataFile } from './metadata-locator.ts';
 import { planRead, type ReadPlan, type TableSource } from './reader.ts';
 import { describeDelta, describeIceberg, deltaTableHistory, icebergHistory, Table, type HistoryEntry, type ReadOptions, type TableDescription } from './table.ts';
 import { latestDeltaVersion } from './delta-log.ts';
 import { listLiveFiles, type LiveFiles } from './live-files.ts';
 import type { TableFormat } from './table-properties.ts';
-import type { TableMetadata } from '../spec/iceberg/types.ts';
+import type { TableMetadata } from '../format/iceberg/types.ts';
 
 export interface LakehouseOptions {
   /** Warehouse directory (or file: URI). Default `./warehouse`. */

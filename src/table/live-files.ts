@@ -1,8 +1,8 @@
 import { invalidInput, notFound } from '../core/errors.ts';
-import { applicableDeletes } from '../spec/iceberg/scan.ts';
-import { deletionVectorLocation } from '../spec/delta/deletion-vector.ts';
-import { parseStats } from '../spec/delta/stats.ts';
-import type { DataFile } from '../spec/iceberg/types.ts';
+import { applicableDeletes } from '../format/iceberg/scan.ts';
+import { deletionVectorLocation } from '../format/delta/deletion-vector.ts';
+import { parseStats } from '../format/delta/stats.ts';
+import type { DataFile } from '../format/iceberg/types.ts';
 import { dataFileUri, readDeltaSnapshot } from './delta-log.ts';
 import { deltaVersionOf } from './delta-projection.ts';
 import { liveFiles } from './iceberg-scan.ts';

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { FileIO } from '../io/file-io.ts';
-import { decodeManifest, encodeManifest, inheritFirstRowIds, inheritSequenceNumbers } from '../spec/iceberg/manifest.ts';
-import { decodeManifestList } from '../spec/iceberg/manifest-list.ts';
-import type { ManifestEntry, ManifestFile, PartitionSpec, Schema, TableMetadata } from '../spec/iceberg/types.ts';
+import { decodeManifest, encodeManifest, inheritFirstRowIds, inheritSequenceNumbers } from '../format/iceberg/manifest.ts';
+import { decodeManifestList } from '../format/iceberg/manifest-list.ts';
+import type { ManifestEntry, ManifestFile, PartitionSpec, Schema, TableMetadata } from '../format/iceberg/types.ts';
 import { Props } from './table-properties.ts';
 
 /** Reads and writes the Avro files of a snapshot through a FileIO. */

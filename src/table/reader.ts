@@ -1,8 +1,8 @@
 import { invalidInput, notFound } from '../core/errors.ts';
 import type { FileIO } from '../io/file-io.ts';
-import { snapshotAsOf, snapshotById } from '../spec/iceberg/table-metadata.ts';
-import type { Snapshot, TableMetadata } from '../spec/iceberg/types.ts';
-import type { ScanTask } from '../spec/scan-task.ts';
+import { snapshotAsOf, snapshotById } from '../format/iceberg/table-metadata.ts';
+import type { Snapshot, TableMetadata } from '../format/iceberg/types.ts';
+import type { ScanTask } from '../format/scan-task.ts';
 import { deltaScanTask, deltaVersionOfSnapshot, icebergSnapshotOf, readDeltaSnapshot } from './delta-log.ts';
 import { deltaVersionOf } from './delta-projection.ts';
 import { enginePath, enginePaths, planIcebergScan } from './iceberg-scan.ts';

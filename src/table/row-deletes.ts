@@ -15,15 +15,15 @@ import {
   fileDescriptor,
   puffinBlobInDeletionVectorFile,
   soleDeletionVector,
-} from '../spec/delta/deletion-vector.ts';
-import { POSITION_DELETE_FILE_PATH_ID, POSITION_DELETE_POS_ID } from '../spec/iceberg/schema.ts';
-import { toBinary } from '../spec/iceberg/single-value.ts';
-import { icebergMetrics } from '../spec/parquet/stats.ts';
-import type { DeletionVectorDescriptor } from '../spec/delta/actions.ts';
-import { encodeDeletionVectorPuffin } from '../spec/iceberg/puffin.ts';
-import { DataFileContent, type DataFile, type StructType, type TableMetadata } from '../spec/iceberg/types.ts';
-import { RoaringBitmap64 } from '../spec/roaring.ts';
-import { applicableDeletes, type ApplicableDeletes } from '../spec/iceberg/scan.ts';
+} from '../format/delta/deletion-vector.ts';
+import { POSITION_DELETE_FILE_PATH_ID, POSITION_DELETE_POS_ID } from '../format/iceberg/schema.ts';
+import { toBinary } from '../format/iceberg/single-value.ts';
+import { icebergMetrics } from '../format/parquet/stats.ts';
+import type { DeletionVectorDescriptor } from '../format/delta/actions.ts';
+import { encodeDeletionVectorPuffin } from '../format/iceberg/puffin.ts';
+import { DataFileContent, type DataFile, type StructType, type TableMetadata } from '../format/iceberg/types.ts';
+import { RoaringBitmap64 } from '../format/roaring.ts';
+import { applicableDeletes, type ApplicableDeletes } from '../format/iceberg/scan.ts';
 import { engineLocalPath } from './iceberg-scan.ts';
 import type { TableContext } from './table-context.ts';
 import { tableFormats } from './table-properties.ts';

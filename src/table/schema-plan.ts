@@ -1,10 +1,10 @@
 import { invalidInput } from '../core/errors.ts';
 import { newUuid } from '../core/ids.ts';
-import { evolvePartitionSpec, parsePartitionSpec } from '../spec/iceberg/partition-spec-parser.ts';
-import { assignFreshIds, evolveSchema, indexById, nameMapping, ROW_LINEAGE_FIELDS, typeToString, type SchemaChange } from '../spec/iceberg/schema.ts';
-import { currentSchema, currentSnapshot, newTableMetadata, specById } from '../spec/iceberg/table-metadata.ts';
-import type { PartitionSpec, Schema, StructType, TableMetadata } from '../spec/iceberg/types.ts';
-import { applyUpdates, type TableRequirement, type TableUpdate } from '../spec/iceberg/updates.ts';
+import { evolvePartitionSpec, parsePartitionSpec } from '../format/iceberg/partition-spec-parser.ts';
+import { assignFreshIds, evolveSchema, indexById, nameMapping, ROW_LINEAGE_FIELDS, typeToString, type SchemaChange } from '../format/iceberg/schema.ts';
+import { currentSchema, currentSnapshot, newTableMetadata, specById } from '../format/iceberg/table-metadata.ts';
+import type { PartitionSpec, Schema, StructType, TableMetadata } from '../format/iceberg/types.ts';
+import { applyUpdates, type TableRequirement, type TableUpdate } from '../format/iceberg/updates.ts';
 import { assignPhysicalNames } from './physical-names.ts';
 import type { TableContext } from './table-context.ts';
 import {

@@ -2,12 +2,12 @@ import { newUuid } from '../core/ids.ts';
 import { TwinlakeError } from '../core/errors.ts';
 import { joinUri } from '../core/uri.ts';
 import type { FileIO } from '../io/file-io.ts';
-import { encodeManifestList, partitionSummaries } from '../spec/iceberg/manifest-list.ts';
-import { deleteFileKey, partitionType } from '../spec/iceberg/manifest.ts';
-import { partitionIdentity, summarize } from '../spec/iceberg/snapshot-summary.ts';
-import { currentSnapshot, isUnpartitioned, specById } from '../spec/iceberg/table-metadata.ts';
-import type { DataFile, FieldSummary, ManifestEntry, ManifestFile, Operation, PartitionSpec, Schema, Snapshot, TableMetadata } from '../spec/iceberg/types.ts';
-import type { TableUpdate } from '../spec/iceberg/updates.ts';
+import { encodeManifestList, partitionSummaries } from '../format/iceberg/manifest-list.ts';
+import { deleteFileKey, partitionType } from '../format/iceberg/manifest.ts';
+import { partitionIdentity, summarize } from '../format/iceberg/snapshot-summary.ts';
+import { currentSnapshot, isUnpartitioned, specById } from '../format/iceberg/table-metadata.ts';
+import type { DataFile, FieldSummary, ManifestEntry, ManifestFile, Operation, PartitionSpec, Schema, Snapshot, TableMetadata } from '../format/iceberg/types.ts';
+import type { TableUpdate } from '../format/iceberg/updates.ts';
 import { avroCodec, readManifestEntries, readManifestList, syncMarker, writeManifest } from './manifest-io.ts';
 import { intProp, Props, boolProp } from './table-properties.ts';
 

@@ -1,14 +1,14 @@
 import { dataInvalid, errorMessage, isTwinlakeError } from '../core/errors.ts';
 import { joinUri, relativeTo } from '../core/uri.ts';
-import { type Action, type AddFile, checkpointPath, commitPath, parseCommit, parseLogFileName, serializeCommit } from '../spec/delta/actions.ts';
-import { parseLastCheckpoint } from '../spec/delta/checkpoint.ts';
-import { deletionVectorLocation, inlineDeletionVector, readDeletionVectorFile } from '../spec/delta/deletion-vector.ts';
-import { findCommitInfo, replay } from '../spec/delta/replay.ts';
-import { parseStats } from '../spec/delta/stats.ts';
-import type { RoaringBitmap64 } from '../spec/roaring.ts';
-import { applicableDeletes } from '../spec/iceberg/scan.ts';
-import { currentSnapshot } from '../spec/iceberg/table-metadata.ts';
-import type { Snapshot, TableMetadata } from '../spec/iceberg/types.ts';
+import { type Action, type AddFile, checkpointPath, commitPath, parseCommit, parseLogFileName, serializeCommit } from '../format/delta/actions.ts';
+import { parseLastCheckpoint } from '../format/delta/checkpoint.ts';
+import { deletionVectorLocation, inlineDeletionVector, readDeletionVectorFile } from '../format/delta/deletion-vector.ts';
+import { findCommitInfo, replay } from '../format/delta/replay.ts';
+import { parseStats } from '../format/delta/stats.ts';
+import type { RoaringBitmap64 } from '../format/roaring.ts';
+import { applicableDeletes } from '../format/iceberg/scan.ts';
+import { currentSnapshot } from '../format/iceberg/table-metadata.ts';
+import type { Snapshot, TableMetadata } from '../format/iceberg/types.ts';
 import { writeDeltaCheckpoint } from './delta-checkpoint.ts';
 import { dataFileUri, decodeCheckpoint, deltaLogFiles, readDeltaSnapshot } from './delta-log.ts';
 import {

@@ -1,7 +1,7 @@
 import { invalidInput } from '../core/errors.ts';
-import type { Txn } from '../spec/delta/actions.ts';
-import { ancestors, currentSnapshot } from '../spec/iceberg/table-metadata.ts';
-import type { Snapshot, TableMetadata } from '../spec/iceberg/types.ts';
+import type { Txn } from '../format/delta/actions.ts';
+import { ancestors, currentSnapshot } from '../format/iceberg/table-metadata.ts';
+import type { Snapshot, TableMetadata } from '../format/iceberg/types.ts';
 
 /**
  * Idempotent writes: a write may name its application and the batch's version (Delta's

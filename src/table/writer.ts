@@ -1,8 +1,8 @@
 import { invalidInput, isTwinlakeError, unsupported } from '../core/errors.ts';
 import { ensureNamespace, type LoadTableResult } from '../catalog/catalog.ts';
-import { indexById, type SchemaChange } from '../spec/iceberg/schema.ts';
-import { currentSchema, currentSnapshot } from '../spec/iceberg/table-metadata.ts';
-import type { StructType, TableMetadata } from '../spec/iceberg/types.ts';
+import { indexById, type SchemaChange } from '../format/iceberg/schema.ts';
+import { currentSchema, currentSnapshot } from '../format/iceberg/table-metadata.ts';
+import type { StructType, TableMetadata } from '../format/iceberg/types.ts';
 import { encode, inferOrExplain, type EncodedFiles } from './batch.ts';
 import { commitChange } from './commit.ts';
 import { commitDelta, finishDelta, repairDelta } from './delta-sync.ts';

@@ -1,9 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Catalog, TableIdentifier } from '../../src/catalog/catalog.ts';
 import { newUuid } from '../../src/core/ids.ts';
-import { newTableMetadata } from '../../src/spec/iceberg/table-metadata.ts';
-import type { Snapshot, TableMetadata } from '../../src/spec/iceberg/types.ts';
-import type { TableUpdate } from '../../src/spec/iceberg/updates.ts';
+import { newTableMetadata } from '../../src/format/iceberg/table-metadata.ts';
+import type { Snapshot, TableMetadata } from '../../src/format/iceberg/types.ts';
+import type { TableUpdate } from '../../src/format/iceberg/updates.ts';
 import { errorOf } from '../helpers.ts';
 
 export interface CatalogUnderTest {

@@ -9,7 +9,7 @@ import { SqlCatalog, metadataFileVersion } from '../../src/catalog/sql-catalog.t
 import { LocalStore } from '../../src/io/local-store.ts';
 import { MemoryStore } from '../../src/io/memory-store.ts';
 import type { ObjectMeta, ObjectStore } from '../../src/io/object-store.ts';
-import { serializeTableMetadata } from '../../src/spec/iceberg/table-metadata.ts';
+import { serializeTableMetadata } from '../../src/format/iceberg/table-metadata.ts';
 import { appendUpdates, catalogContract, sampleMetadata } from './catalog-contract.ts';
 import { errorOf, repoRoot } from '../helpers.ts';
 

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DuckDBSession } from '../../src/engine/duckdb-session.ts';
 import { encodeParquet } from '../../src/engine/encode.ts';
 import { inferSchema, inputRelation } from '../../src/engine/infer-schema.ts';
-import type { Schema } from '../../src/spec/iceberg/types.ts';
+import type { Schema } from '../../src/format/iceberg/types.ts';
 import { tempDir } from '../helpers.ts';
 
 const ROWS = 2_000_000;

@@ -6,7 +6,7 @@ import { duckdbFixture } from '../duckdb-fixture.ts';
 import { isTwinlakeError, type TwinlakeError } from '../../src/core/errors.ts';
 import { encodeParquet, type EncodeOptions } from '../../src/engine/encode.ts';
 import { inferSchema, inputRelation, type InputFile } from '../../src/engine/infer-schema.ts';
-import type { Schema, StructType } from '../../src/spec/iceberg/types.ts';
+import type { Schema, StructType } from '../../src/format/iceberg/types.ts';
 
 const fx = duckdbFixture();
 

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { duckdbFixture } from '../duckdb-fixture.ts';
 import { inferSchema, inputRelation } from '../../src/engine/infer-schema.ts';
-import type { IcebergType, StructType } from '../../src/spec/iceberg/types.ts';
+import type { IcebergType, StructType } from '../../src/format/iceberg/types.ts';
 
 const fx = duckdbFixture();
 

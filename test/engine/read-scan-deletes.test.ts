@@ -5,11 +5,11 @@ import { duckdbFixture } from '../duckdb-fixture.ts';
 import { isTwinlakeError } from '../../src/core/errors.ts';
 import { fileUri } from '../../src/core/uri.ts';
 import { copyScanTo, loadDeletionVectors, readScan, scanRelationSql } from '../../src/engine/read-scan.ts';
-import { encodeDeletionVectorFile } from '../../src/spec/delta/deletion-vector.ts';
-import { encodeDeletionVectorPuffin } from '../../src/spec/iceberg/puffin.ts';
-import type { Schema } from '../../src/spec/iceberg/types.ts';
-import { RoaringBitmap64 } from '../../src/spec/roaring.ts';
-import type { ScanFile, ScanTask } from '../../src/spec/scan-task.ts';
+import { encodeDeletionVectorFile } from '../../src/format/delta/deletion-vector.ts';
+import { encodeDeletionVectorPuffin } from '../../src/format/iceberg/puffin.ts';
+import type { Schema } from '../../src/format/iceberg/types.ts';
+import { RoaringBitmap64 } from '../../src/format/roaring.ts';
+import type { ScanFile, ScanTask } from '../../src/format/scan-task.ts';
 
 /**
  * Row-level deletes in the engine, on files written here: every expectation is computed from the

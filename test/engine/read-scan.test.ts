@@ -5,8 +5,8 @@ import { duckdbFixture } from '../duckdb-fixture.ts';
 import { parseJson } from '../../src/core/json.ts';
 import { fileUri } from '../../src/core/uri.ts';
 import { copyScanTo, filesWithoutFieldIds, readScan, scanRelationSql } from '../../src/engine/read-scan.ts';
-import type { Schema } from '../../src/spec/iceberg/types.ts';
-import type { ScanTask } from '../../src/spec/scan-task.ts';
+import type { Schema } from '../../src/format/iceberg/types.ts';
+import type { ScanTask } from '../../src/format/scan-task.ts';
 
 const fx = duckdbFixture();
 

@@ -12,7 +12,7 @@ describe('the conformance reporter', () => {
   it('says how many conformance tests were skipped because the test data is absent', () => {
     const tmp = tempDir();
     try {
-      const r = spawnSync(process.execPath, [join(repoRoot, 'node_modules/vitest/vitest.mjs'), 'run', 'test/spec/dv-conformance.test.ts'], {
+      const r = spawnSync(process.execPath, [join(repoRoot, 'node_modules/vitest/vitest.mjs'), 'run', 'test/format/dv-conformance.test.ts'], {
         cwd: repoRoot,
         encoding: 'utf8',
         env: { ...process.env, TWINLAKE_TESTDATA: join(tmp.path, 'absent'), NO_COLOR: '1', CI: '1' },
@@ -21,7 +21,7 @@ describe('the conformance reporter', () => {
       const lines = r.stdout.trimEnd().split('\n');
       expect(lines.slice(-2)).toEqual([
         `  Conformance: 2 tests skipped in 1 file because ${join(tmp.path, 'absent')} is absent (the tables other engines wrote; put them there to run them):`,
-        '    test/spec/dv-conformance.test.ts',
+        '    test/format/dv-conformance.test.ts',
       ]);
     } finally {
       tmp.cleanup();

@@ -6,8 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseJson } from '../../src/core/json.ts';
 import { cli, tempDir } from '../helpers.ts';
 import { readWithIcebird } from '../icebird.ts';
-import type { IcebergType, StructType } from '../../src/spec/iceberg/types.ts';
-import { typeToString } from '../../src/spec/iceberg/schema.ts';
+import type { IcebergType, StructType } from '../../src/format/iceberg/types.ts';
+import { typeToString } from '../../src/format/iceberg/schema.ts';
 import { DECLARED_SCHEMA, generateRow, INFERRED_TYPES, ndjsonLine, SECOND_BATCH } from './all-types-data.ts';
 
 /**

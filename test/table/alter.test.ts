@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parseCommit } from '../../src/spec/delta/actions.ts';
+import { parseCommit } from '../../src/format/delta/actions.ts';
 import { errorOf, listFiles } from '../helpers.ts';
 import { lakehouseFixture } from '../lakehouse-fixture.ts';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Snapshot, TableMetadata } from '../../src/spec/iceberg/types.ts';
+import type { Snapshot, TableMetadata } from '../../src/format/iceberg/types.ts';
 import type { DeltaHead } from '../../src/table/delta-log.ts';
 import { planCatchUp } from '../../src/table/delta-projection.ts';
 

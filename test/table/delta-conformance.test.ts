@@ -7,12 +7,12 @@ import { localPath } from '../../src/core/uri.ts';
 import { DuckDBSession } from '../../src/engine/duckdb-session.ts';
 import { readScan } from '../../src/engine/read-scan.ts';
 import { LocalStore } from '../../src/io/local-store.ts';
-import type { IcebergType, StructType } from '../../src/spec/iceberg/types.ts';
-import { parseStats, statsValueAt } from '../../src/spec/delta/stats.ts';
-import type { DeletionVectorDescriptor } from '../../src/spec/delta/actions.ts';
-import { deletionVectorLocation, inlineDeletionVector, readDeletionVectorFile } from '../../src/spec/delta/deletion-vector.ts';
-import { listLogSegment } from '../../src/spec/delta/replay.ts';
-import type { ScanTask } from '../../src/spec/scan-task.ts';
+import type { IcebergType, StructType } from '../../src/format/iceberg/types.ts';
+import { parseStats, statsValueAt } from '../../src/format/delta/stats.ts';
+import type { DeletionVectorDescriptor } from '../../src/format/delta/actions.ts';
+import { deletionVectorLocation, inlineDeletionVector, readDeletionVectorFile } from '../../src/format/delta/deletion-vector.ts';
+import { listLogSegment } from '../../src/format/delta/replay.ts';
+import type { ScanTask } from '../../src/format/scan-task.ts';
 import { deltaScanTask, readDeltaSnapshot } from '../../src/table/delta-log.ts';
 import { canonRow, parquetRowCount, readParquetRows, readTaskRows } from './delta-read-rows.ts';
 

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { isTwinlakeError } from '../../src/core/errors.ts';
 import { MemoryStore } from '../../src/io/memory-store.ts';
-import type { Action, AddFile, Metadata, Protocol } from '../../src/spec/delta/actions.ts';
-import { parseCommit } from '../../src/spec/delta/actions.ts';
-import type { DeltaSnapshot } from '../../src/spec/delta/replay.ts';
-import { toDeltaSchema } from '../../src/spec/delta/schema.ts';
-import type { Schema } from '../../src/spec/iceberg/types.ts';
+import type { Action, AddFile, Metadata, Protocol } from '../../src/format/delta/actions.ts';
+import { parseCommit } from '../../src/format/delta/actions.ts';
+import type { DeltaSnapshot } from '../../src/format/delta/replay.ts';
+import { toDeltaSchema } from '../../src/format/delta/schema.ts';
+import type { Schema } from '../../src/format/iceberg/types.ts';
 import { dataFileUri, deltaScanTask, latestDeltaVersion, readDeltaSnapshot, writeDeltaCommit } from '../../src/table/delta-log.ts';
 import { rejection } from '../helpers.ts';
 

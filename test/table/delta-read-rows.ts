@@ -2,8 +2,8 @@ import { readFileSync } from 'node:fs';
 import { type SchemaTree, parquetMetadata, parquetReadObjects, parquetSchema } from 'hyparquet';
 import { compressors } from 'hyparquet-compressors';
 import { localPath } from '../../src/core/uri.ts';
-import type { IcebergType, StructType } from '../../src/spec/iceberg/types.ts';
-import type { ColumnResolution, ScanTask } from '../../src/spec/scan-task.ts';
+import type { IcebergType, StructType } from '../../src/format/iceberg/types.ts';
+import type { ColumnResolution, ScanTask } from '../../src/format/scan-task.ts';
 
 /**
  * A reader of scan tasks that shares no code with the engine: hyparquet decodes each file, and the

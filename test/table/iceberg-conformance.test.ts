@@ -7,8 +7,8 @@ import { DuckDBSession } from '../../src/engine/duckdb-session.ts';
 import { readScan } from '../../src/engine/read-scan.ts';
 import { FileIO } from '../../src/io/file-io.ts';
 import { storeForLocation } from '../../src/io/store-for-uri.ts';
-import { parseTableMetadata } from '../../src/spec/iceberg/table-metadata.ts';
-import type { TableMetadata } from '../../src/spec/iceberg/types.ts';
+import { parseTableMetadata } from '../../src/format/iceberg/table-metadata.ts';
+import type { TableMetadata } from '../../src/format/iceberg/types.ts';
 import { liveFiles, planIcebergScan } from '../../src/table/iceberg-scan.ts';
 import { hasTestdata, testdata } from '../helpers.ts';
 

@@ -4,7 +4,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { Lakehouse, type Catalog } from '../../src/index.ts';
 import { FileIO } from '../../src/io/file-io.ts';
 import { storeForLocation } from '../../src/io/store-for-uri.ts';
-import { parseCommit } from '../../src/spec/delta/actions.ts';
+import { parseCommit } from '../../src/format/delta/actions.ts';
 import { FaultyStore } from '../faults.ts';
 import { errorOf, listFiles, tempDir } from '../helpers.ts';
 

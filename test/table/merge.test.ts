@@ -3,7 +3,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { Lakehouse, TwinlakeError, type Table } from '../../src/index.ts';
 import { readdir, readFile } from 'node:fs/promises';
 import { loadDeletionVectors } from '../../src/engine/read-scan.ts';
-import type { ScanTask } from '../../src/spec/scan-task.ts';
+import type { ScanTask } from '../../src/format/scan-task.ts';
 import { join } from 'node:path';
 import { runWorker, tempDir } from '../helpers.ts';
 import { lakehouseFixture } from '../lakehouse-fixture.ts';

@@ -3,8 +3,8 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { parseJson, stringifyJson } from '../../src/core/json.ts';
-import { typeToString } from '../../src/spec/iceberg/schema.ts';
-import type { IcebergType, StructType } from '../../src/spec/iceberg/types.ts';
+import { typeToString } from '../../src/format/iceberg/schema.ts';
+import type { IcebergType, StructType } from '../../src/format/iceberg/types.ts';
 import { errorOf } from '../helpers.ts';
 import { lakehouseFixture } from '../lakehouse-fixture.ts';
 

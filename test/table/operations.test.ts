@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parseCommit, type CommitInfo } from '../../src/spec/delta/actions.ts';
+import { parseCommit, type CommitInfo } from '../../src/format/delta/actions.ts';
 import { lakehouseFixture } from '../lakehouse-fixture.ts';
 
 function commitInfo(dir: string, version: number): CommitInfo {

@@ -4,10 +4,10 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Lakehouse, TwinlakeError } from '../../src/index.ts';
 import { localPath } from '../../src/core/uri.ts';
-import { applyTransform, partitionPathSegment } from '../../src/spec/iceberg/transforms.ts';
-import { indexById } from '../../src/spec/iceberg/schema.ts';
-import { specById } from '../../src/spec/iceberg/table-metadata.ts';
-import { parseTimestamp } from '../../src/spec/iceberg/single-value.ts';
+import { applyTransform, partitionPathSegment } from '../../src/format/iceberg/transforms.ts';
+import { indexById } from '../../src/format/iceberg/schema.ts';
+import { specById } from '../../src/format/iceberg/table-metadata.ts';
+import { parseTimestamp } from '../../src/format/iceberg/single-value.ts';
 import { liveFiles } from '../../src/table/iceberg-scan.ts';
 import { tempDir } from '../helpers.ts';
 

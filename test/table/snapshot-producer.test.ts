@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { isTwinlakeError } from '../../src/core/errors.ts';
-import { applyUpdates } from '../../src/spec/iceberg/updates.ts';
-import { partitionIdentity } from '../../src/spec/iceberg/snapshot-summary.ts';
-import { currentSchema, currentSnapshot } from '../../src/spec/iceberg/table-metadata.ts';
-import { DataFileContent, type DataFile, type TableMetadata } from '../../src/spec/iceberg/types.ts';
+import { applyUpdates } from '../../src/format/iceberg/updates.ts';
+import { partitionIdentity } from '../../src/format/iceberg/snapshot-summary.ts';
+import { currentSchema, currentSnapshot } from '../../src/format/iceberg/table-metadata.ts';
+import { DataFileContent, type DataFile, type TableMetadata } from '../../src/format/iceberg/types.ts';
 import { liveFiles } from '../../src/table/iceberg-scan.ts';
 import { SnapshotProducer, type SnapshotChange } from '../../src/table/snapshot-producer.ts';
 import { lakehouseFixture } from '../lakehouse-fixture.ts';

@@ -2,7 +2,7 @@ import { existsSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync }
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Lakehouse, type Table } from '../../src/index.ts';
-import { buildLastCheckpoint } from '../../src/spec/delta/checkpoint.ts';
+import { buildLastCheckpoint } from '../../src/format/delta/checkpoint.ts';
 import { errorOf, tempDir } from '../helpers.ts';
 
 /**
