@@ -1,5 +1,7 @@
 import type { ObjectMeta, ObjectStore } from '../src/io/object-store.ts';
 import { TwinlakeError } from '../src/core/errors.ts';
+import { FileIO } from '../src/io/file-io.ts';
+import { storeForLocation } from '../src/io/store-for-uri.ts';
 
 export type StoreCall = 'get' | 'head' | 'put' | 'putIfAbsent' | 'list' | 'delete';
 
@@ -52,4 +54,24 @@ export class FaultyStore implements ObjectStore {
   localPath(path: string) {
     return this.inner.localPath?.(path);
   }
+}
+
+/**
+ * Local storage whose Delta log writes fail while `failing()` says so: a stop between the Iceberg
+ * and the Delta commit. `stores` holds the faulty store of each root, for counting failures.
+ */
+export function deltaFailingIO(failing: () => boolean): { io: FileIO; stores: Map<string, FaultyStore> } {
+  const stores = new Map<string, FaultyStore>();
+  const io = new FileIO((uri) => {
+    const { store, key } = storeForLocation(uri);
+    let faulty = stores.get(store.root);
+    if (!faulty) {
+      const f = new FaultyStore(store);
+      f.failWhen = (call, path) => failing() && (call === 'putIfAbsent' || call === 'put') && `${f.root}/${path}`.includes('/_delta_log/');
+      faulty = f;
+      stores.set(store.root, faulty);
+    }
+    return { store: faulty, key };
+  });
+  return { io, stores };
 }

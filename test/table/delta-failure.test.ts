@@ -1,34 +1,16 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { Lakehouse } from '../../src/index.ts';
-import { FileIO } from '../../src/io/file-io.ts';
-import { storeForLocation } from '../../src/io/store-for-uri.ts';
-import { FaultyStore } from '../faults.ts';
+import { deltaFailingIO } from '../faults.ts';
 import { tempDir } from '../helpers.ts';
 
 describe('Delta commit failure after the Iceberg commit', () => {
   const tmp = tempDir();
   afterAll(() => tmp.cleanup());
 
-  /** Local storage whose Delta log writes fail while `failing()` says so. */
-  function faultyIO(failing: () => boolean): { io: FileIO; stores: Map<string, FaultyStore> } {
-    const stores = new Map<string, FaultyStore>();
-    const io = new FileIO((uri) => {
-      const { store, key } = storeForLocation(uri);
-      let faulty = stores.get(store.root);
-      if (!faulty) {
-        const f = new FaultyStore(store);
-        f.failWhen = (call, path) => failing() && (call === 'putIfAbsent' || call === 'put') && `${f.root}/${path}`.includes('/_delta_log/');
-        faulty = f;
-        stores.set(store.root, faulty);
-      }
-      return { store: faulty, key };
-    });
-    return { io, stores };
-  }
 
   it('the write succeeds with a warning; the next write repairs Delta; both formats agree', async () => {
     let failDelta = false;
-    const { io, stores } = faultyIO(() => failDelta);
+    const { io, stores } = deltaFailingIO(() => failDelta);
     const warnings: string[] = [];
     const lake = await Lakehouse.open({ warehouse: tmp.path, io, onWarning: (m) => warnings.push(m) });
     try {
@@ -61,7 +43,7 @@ describe('Delta commit failure after the Iceberg commit', () => {
 
   it('sync writes the missing Delta version without writing data', async () => {
     let failDelta = false;
-    const { io } = faultyIO(() => failDelta);
+    const { io } = deltaFailingIO(() => failDelta);
     const lake = await Lakehouse.open({ warehouse: tmp.path, io, onWarning: () => {} });
     try {
       const t = lake.table('faults.synced');

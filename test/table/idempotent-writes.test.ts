@@ -2,30 +2,13 @@ import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Lakehouse, type Catalog } from '../../src/index.ts';
-import { FileIO } from '../../src/io/file-io.ts';
-import { storeForLocation } from '../../src/io/store-for-uri.ts';
 import { parseCommit } from '../../src/format/delta/actions.ts';
-import { FaultyStore } from '../faults.ts';
+import { deltaFailingIO } from '../faults.ts';
 import { errorOf, listFiles, tempDir } from '../helpers.ts';
 
 const batch = [{ id: 1, v: 'a' }, { id: 2, v: 'b' }, { id: 3, v: 'c' }];
 const ids = (rows: Record<string, unknown>[]) => rows.map((r) => Number(r.id)).sort((a, b) => a - b);
 
-/** Local storage whose Delta log writes fail while `failing()` says so: a stop between the two commits. */
-function faultyIO(failing: () => boolean): FileIO {
-  const stores = new Map<string, FaultyStore>();
-  return new FileIO((uri) => {
-    const { store, key } = storeForLocation(uri);
-    let faulty = stores.get(store.root);
-    if (!faulty) {
-      const f = new FaultyStore(store);
-      f.failWhen = (call, path) => failing() && (call === 'putIfAbsent' || call === 'put') && `${f.root}/${path}`.includes('/_delta_log/');
-      faulty = f;
-      stores.set(store.root, faulty);
-    }
-    return { store: faulty, key };
-  });
-}
 
 /** The catalog of `lake`, with `before` run ahead of each of its first commits: a concurrent writer. */
 function interleaved(inner: Catalog, before: (n: number) => Promise<void>, times: number): Catalog {
@@ -55,7 +38,7 @@ describe('idempotent writes (txn: application id + batch version)', () => {
 
   it('the same batch written three times, the first stopping between the Iceberg and the Delta commit, is in both formats once', async () => {
     let failDelta = false;
-    const lake = await Lakehouse.open({ warehouse: tmp.path, io: faultyIO(() => failDelta), onWarning: () => {} });
+    const lake = await Lakehouse.open({ warehouse: tmp.path, io: deltaFailingIO(() => failDelta).io, onWarning: () => {} });
     try {
       const t = lake.table('txn.three');
       await t.append([{ id: 0, v: 'seed' }]);
