@@ -19,7 +19,7 @@ import { intProp, Props, boolProp } from './table-properties.ts';
  * manifest list (and, for overwrites, the manifest of deleted files) is rebuilt.
  */
 export interface SnapshotChange {
-  operation: Extract<Operation, 'append' | 'overwrite' | 'delete'>;
+  operation: Operation;
   added: DataFile[];
   /** Remove every live data file of the parent (overwrite). */
   replaceAll: boolean;
