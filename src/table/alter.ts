@@ -1,19 +1,21 @@
-import { invalidInput, TwinlakeError, unsupported } from '../core/errors.ts';
+import { invalidInput, unsupported } from '../core/errors.ts';
 import { joinUri } from '../core/uri.ts';
 import type { LoadTableResult } from '../catalog/catalog.ts';
-import type { Action, CommitInfo } from '../format/delta/actions.ts';
+import type { CommitInfo } from '../format/delta/actions.ts';
+import type { DeltaSnapshot } from '../format/delta/replay.ts';
 import { commitPath } from '../format/delta/actions.ts';
 import { currentSchema, currentSnapshot, specById } from '../format/iceberg/table-metadata.ts';
 import { indexById } from '../format/iceberg/schema.ts';
 import { toDeltaSchema } from '../format/delta/schema.ts';
 import type { TableMetadata } from '../format/iceberg/types.ts';
-import type { TableUpdate } from '../format/iceberg/updates.ts';
-import { commitChange } from './commit.ts';
-import { readDeltaSnapshot, writeDeltaCommit } from './delta-log.ts';
+import { CommitRetry, commitRetryPolicy } from './commit-retry.ts';
+import { readDeltaSnapshot } from './delta-log.ts';
 import { DELTA_START_KEY, operationSummary } from './delta-projection.ts';
 import { commitDelta, finishDelta, repairDelta } from './delta-sync.ts';
 import { liveFiles } from './iceberg-scan.ts';
-import { checkDeltaPartitioning, planSchema } from './schema-plan.ts';
+import { checkDeltaPartitioning } from './schema-plan.ts';
+import { snapshotOf, updateProperties } from './table-actions.ts';
+import { committedOrThrow, DeltaTransaction, Transaction, type DeltaTableAction, type TableAction } from './transaction.ts';
 import type { TableContext } from './table-context.ts';
 import { identString, warningLog } from './table-context.ts';
 import {
@@ -53,8 +55,6 @@ export interface AlterResult {
   warnings: string[];
 }
 
-const MAX_ATTEMPTS = 20;
-
 /**
  * Changes table properties and formats after creation. An Iceberg property change is a metadata
  * commit (no snapshot), like Iceberg's UpdateProperties; a change Delta must see — a property its
@@ -76,72 +76,82 @@ export async function alterTable(ctx: TableContext, opts: AlterOptions): Promise
 
   const log = warningLog(ctx);
   let loaded: LoadTableResult = await ctx.catalog.loadTable(ctx.ident);
-  for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+  const retry = new CommitRetry(commitRetryPolicy(loaded.metadata.properties), `alter ${name}`);
+  for (;;) {
     const metadata = loaded.metadata;
-    const before = tableFormats(metadata.properties);
-    const formats = wanted ?? before;
-    if (!formats.includes('iceberg')) {
-      throw unsupported(`alter ${name}: dropping Iceberg from a table is not supported; Iceberg is the table's source of truth`);
-    }
-    const next: Record<string, string> = { ...metadata.properties, ...set };
-    if (wanted) next[Props.formats] = formats.join(',');
-    for (const key of unset) delete next[key];
-    checkPropertyValues(next, metadata['format-version']);
-    const changed = Object.keys(next).filter((k) => next[k] !== metadata.properties[k]);
-    const removed = unset.filter((k) => k in metadata.properties);
-    const all = [...changed, ...removed];
-    if (all.length === 0) return { table: name, changed: [], properties: metadata.properties, formats: before, warnings: log.warnings };
-
-    const updates: TableUpdate[] = [];
-    if (changed.length) updates.push({ action: 'set-properties', updates: Object.fromEntries(changed.map((k) => [k, next[k]!])) });
-    if (removed.length) updates.push({ action: 'remove-properties', removals: removed });
-    const addsDelta = formats.includes('delta') && !before.includes('delta');
-    const dropsDelta = before.includes('delta') && !formats.includes('delta');
-    const mirrored = formats.includes('delta') && before.includes('delta') && all.some((k) => DELTA_MIRRORED_PROPERTIES.includes(k));
-    if (addsDelta) await checkCanAddDelta(ctx, metadata, `alter ${name}`);
+    const p = planAlter(metadata, set, unset, wanted, name);
+    if (p.all.length === 0) return { table: name, changed: [], properties: metadata.properties, formats: p.before, warnings: log.warnings };
+    if (p.addsDelta) await checkCanAddDelta(ctx, metadata, `alter ${name}`);
     // Delta must hold every snapshot before the one that changes what it mirrors, or it stops.
-    if (dropsDelta || mirrored) await repairDelta(ctx, metadata, log.warn);
-
-    const result = (after: TableMetadata, extra: Partial<AlterResult> = {}): AlterResult => ({
+    if (p.dropsDelta || p.mirrored) await repairDelta(ctx, metadata, log.warn);
+    const actions: TableAction[] = [
+      {
+        // The checks above were made on this base: a concurrent commit that changes what this alter means plans it again.
+        apply: async ({ metadata: now }) =>
+          planAlter(now, set, unset, wanted, name).key === p.key
+            ? { status: 'apply', requirements: [], updates: [] }
+            : { status: 'rerun', why: `a concurrent commit changed the properties or formats of ${name}` },
+      },
+      updateProperties(p.values, p.removed),
+    ];
+    if (p.withSnapshot) {
+      const parameters: Record<string, string> = p.changed.length ? { properties: JSON.stringify(p.values) } : { propertyKeys: JSON.stringify(p.removed), ifExists: 'true' };
+      const summary = { ...operationSummary('alter', parameters), ...(p.addsDelta ? { [DELTA_START_KEY]: 'true' } : {}) };
+      actions.push(snapshotOf(ctx, { operation: 'append', added: [], replaceAll: false, summary }));
+    }
+    const outcome = await new Transaction(ctx, actions, { what: `alter ${name}`, retry }).commit(loaded);
+    if (outcome.status === 'conflict') throw outcome.error;
+    if (outcome.status !== 'committed') {
+      loaded = outcome.base;
+      continue;
+    }
+    const result = (extra: Partial<AlterResult> = {}): AlterResult => ({
       table: name,
-      changed: all.sort(),
-      properties: after.properties,
-      formats: tableFormats(after.properties),
+      changed: p.all.sort(),
+      properties: outcome.metadata.properties,
+      formats: tableFormats(outcome.metadata.properties),
       warnings: log.warnings,
       ...extra,
     });
-
-    // A mirrored property goes through a snapshot even on a table without one yet: otherwise Delta
-    // would never see it (its next versions copy the metaData of the last).
-    if ((addsDelta && currentSnapshot(metadata)) || mirrored) {
-      const parameters: Record<string, string> = changed.length ? { properties: JSON.stringify(Object.fromEntries(changed.map((k) => [k, next[k]!]))) } : { propertyKeys: JSON.stringify(removed), ifExists: 'true' };
-      const plan = planSchema(ctx, metadata, currentSchema(metadata), {});
-      const summary = { ...operationSummary('alter', parameters), ...(addsDelta ? { [DELTA_START_KEY]: 'true' } : {}) };
-      const outcome = await commitChange(ctx, plan, { operation: 'append', added: [], replaceAll: false, summary, updates }, loaded, {});
-      if (outcome.status !== 'committed') {
-        loaded = outcome.loaded;
-        continue;
-      }
+    if (outcome.snapshot) {
       const delta = await finishDelta(ctx, outcome.metadata, outcome.snapshot, log.warn);
-      return result(outcome.metadata, { snapshotId: outcome.snapshot['snapshot-id'], deltaVersion: delta.deltaVersion });
+      return result({ snapshotId: outcome.snapshot['snapshot-id'], deltaVersion: delta.deltaVersion });
     }
-
-    const committed = await ctx.catalog.commitTable(ctx.ident, { requirements: [{ type: 'assert-table-uuid', uuid: metadata['table-uuid'] }], updates });
-    if (committed.status === 'conflict') {
-      loaded = await ctx.catalog.loadTable(ctx.ident);
-      continue;
-    }
-    if (addsDelta) {
+    if (p.addsDelta) {
       // No snapshot yet: Delta version 0 records the table as created, as for a new table.
-      await commitDelta(ctx, committed.metadata, log.warn);
-      return result(committed.metadata, { deltaVersion: 0 });
+      await commitDelta(ctx, outcome.metadata, log.warn);
+      return result({ deltaVersion: 0 });
     }
-    if (dropsDelta) {
+    if (p.dropsDelta) {
       log.warn(`alter ${name}: Delta is no longer written; the Delta log in ${joinUri(metadata.location, '_delta_log')} stays as it is and goes stale, so remove it once no reader uses it`);
     }
-    return result(committed.metadata);
+    return result();
   }
-  throw new TwinlakeError('commit-conflict', `alter ${name}: gave up after ${MAX_ATTEMPTS} attempts lost to concurrent commits`);
+}
+
+/** What an alter changes on `metadata`: the properties after it, the keys changed, and what happens to Delta. */
+function planAlter(metadata: TableMetadata, set: Record<string, string>, unset: string[], wanted: TableFormat[] | undefined, name: string) {
+  const before = tableFormats(metadata.properties);
+  const formats = wanted ?? before;
+  if (!formats.includes('iceberg')) {
+    throw unsupported(`alter ${name}: dropping Iceberg from a table is not supported; Iceberg is the table's source of truth`);
+  }
+  const next: Record<string, string> = { ...metadata.properties, ...set };
+  if (wanted) next[Props.formats] = formats.join(',');
+  for (const key of unset) delete next[key];
+  checkPropertyValues(next, metadata['format-version']);
+  const changed = Object.keys(next).filter((k) => next[k] !== metadata.properties[k]);
+  const removed = unset.filter((k) => k in metadata.properties);
+  const all = [...changed, ...removed];
+  const addsDelta = formats.includes('delta') && !before.includes('delta');
+  const dropsDelta = before.includes('delta') && !formats.includes('delta');
+  const mirrored = formats.includes('delta') && before.includes('delta') && all.some((k) => DELTA_MIRRORED_PROPERTIES.includes(k));
+  // A mirrored property goes through a snapshot even on a table without one yet: otherwise Delta
+  // would never see it (its next versions copy the metaData of the last).
+  const withSnapshot = (addsDelta && currentSnapshot(metadata) !== undefined) || mirrored;
+  const values = Object.fromEntries(changed.map((k) => [k, next[k]!]));
+  const decided = { before, values, removed, addsDelta, dropsDelta, mirrored, withSnapshot };
+  return { ...decided, changed, all, key: JSON.stringify(decided) };
 }
 
 /**
@@ -186,27 +196,30 @@ async function alterDeltaOnly(ctx: TableContext, location: string, set: Record<s
   const name = identString(ctx.ident);
   if (wanted && wanted.join() !== 'delta') throw unsupported(`alter ${name}: adding Iceberg to a Delta-only table is not supported`);
   const { store, key } = ctx.io.storeAt(location);
-  for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-    const base = await readDeltaSnapshot(store, key, {});
+  const first = await readDeltaSnapshot(store, key, {});
+  const change = (base: DeltaSnapshot) => {
     const configuration: Record<string, string> = { ...base.metadata.configuration, ...set };
     for (const k of unset) delete configuration[k];
     checkPropertyValues(configuration, 2);
     const changed = Object.keys(configuration).filter((k) => configuration[k] !== base.metadata.configuration[k]);
     const removed = unset.filter((k) => k in base.metadata.configuration);
-    if (changed.length + removed.length === 0) return { table: name, changed: [], properties: base.metadata.configuration, formats: ['delta'], deltaVersion: base.version, warnings: [] };
-    const nowMs = Math.max(ctx.clock.nowMs(), (base.timestampMs ?? 0) + 1);
-    const commitInfo: CommitInfo = {
-      timestamp: nowMs,
-      operation: changed.length ? 'SET TBLPROPERTIES' : 'UNSET TBLPROPERTIES',
-      operationParameters: changed.length ? { properties: JSON.stringify(Object.fromEntries(changed.map((k) => [k, configuration[k]!]))) } : { propertyKeys: JSON.stringify(removed), ifExists: 'true' },
-      isBlindAppend: false,
-      engineInfo: ENGINE_INFO,
-    };
-    const actions: Action[] = [{ commitInfo }, { metaData: { ...base.metadata, configuration } }];
-    const version = base.version + 1;
-    if (await writeDeltaCommit(store, key, version, actions)) {
-      return { table: name, changed: [...changed, ...removed].sort(), properties: configuration, formats: ['delta'], deltaVersion: version, warnings: [] };
-    }
-  }
-  throw new TwinlakeError('commit-conflict', `alter ${name}: gave up after ${MAX_ATTEMPTS} attempts lost to concurrent Delta commits`);
+    return { configuration, changed, removed };
+  };
+  let planned = change(first);
+  if (planned.changed.length + planned.removed.length === 0) return { table: name, changed: [], properties: first.metadata.configuration, formats: ['delta'], deltaVersion: first.version, warnings: [] };
+  const properties: DeltaTableAction = {
+    async apply({ snapshot, nowMs }) {
+      const { configuration, changed, removed } = (planned = change(snapshot!));
+      const commitInfo: CommitInfo = {
+        timestamp: nowMs,
+        operation: changed.length ? 'SET TBLPROPERTIES' : 'UNSET TBLPROPERTIES',
+        operationParameters: changed.length ? { properties: JSON.stringify(Object.fromEntries(changed.map((k) => [k, configuration[k]!]))) } : { propertyKeys: JSON.stringify(removed), ifExists: 'true' },
+        isBlindAppend: false,
+        engineInfo: ENGINE_INFO,
+      };
+      return { status: 'apply', actions: [{ commitInfo }, { metaData: { ...snapshot!.metadata, configuration } }] };
+    },
+  };
+  const { version } = committedOrThrow(await new DeltaTransaction(ctx, location, [properties], { what: `alter ${name}` }).commit(first));
+  return { table: name, changed: [...planned.changed, ...planned.removed].sort(), properties: planned.configuration, formats: ['delta'], deltaVersion: version, warnings: [] };
 }

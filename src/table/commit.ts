@@ -1,155 +1,95 @@
-import { isTwinlakeError } from '../core/errors.ts';
-import { newSnapshotId } from '../core/ids.ts';
-import { ensureNamespace, type LoadTableResult } from '../catalog/catalog.ts';
-import { currentSchema, currentSnapshot } from '../format/iceberg/table-metadata.ts';
+import type { LoadTableResult } from '../catalog/catalog.ts';
 import type { TableMetadata } from '../format/iceberg/types.ts';
-import { applyUpdates } from '../format/iceberg/updates.ts';
-import { DELTA_DV_KEY, DELTA_START_KEY, DELTA_VERSION_KEY, deletionVectorsOn, nextDeltaVersionAfter } from './delta-projection.ts';
-import { rebasePlan, type SchemaPlan } from './schema-plan.ts';
-import { SnapshotProducer, type SnapshotChange } from './snapshot-producer.ts';
-import type { TableContext } from './table-context.ts';
-import { identString } from './table-context.ts';
-import { tableFormats } from './table-properties.ts';
 import { CommitRetry, commitRetryPolicy } from './commit-retry.ts';
-import { checkTxn, latestIcebergTxn, txnOutcome, txnSummary, type TxnResult } from './write-txn.ts';
-import { TWINLAKE_VERSION } from './version.ts';
-import type { WriteOptions } from './writer.ts';
+import { finishDelta, repairDelta } from './delta-sync.ts';
+import { discardUncommitted, guardCommit } from './interrupt.ts';
+import type { TableContext } from './table-context.ts';
+import { Transaction, type CheckedTxn, type IcebergCommitted, type TableAction } from './transaction.ts';
+import { latestIcebergTxn, txnOutcome, type TxnResult } from './write-txn.ts';
+import { isTwinlakeError } from '../core/errors.ts';
 
 /**
- * The Iceberg half of a commit (DESIGN.md §1): a snapshot built on the newest metadata and
- * swapped in through the catalog; a lost compare-and-swap rebuilds it on the winner's metadata.
+ * Every write of a table that keeps Iceberg — append, overwrite, merge, delete — is "prepare
+ * files, then commit" (DESIGN.md §1): the table is loaded and its files repaired, a batch the
+ * table already holds stops here, then `prepare` writes the files and names the Transaction's
+ * actions, the transaction commits them, and Delta follows. A transaction whose inputs no longer
+ * fit the table (`rerun`) is prepared again on the base it returns, from the same retry budget.
  */
+export interface PreparedWrite<R> {
+  /** The files this attempt wrote: removed unless the commit names them. */
+  files: readonly string[];
+  actions: TableAction[];
+  /** Set when the write creates the table: its metadata before the actions. */
+  create?: TableMetadata;
+  /** The write's result once Iceberg committed and Delta followed. */
+  done(committed: CommittedWrite): R;
+}
 
-export type CommitOutcome =
-  | { status: 'committed'; metadata: TableMetadata; snapshot: NonNullable<ReturnType<typeof currentSnapshot>>; created: boolean; txn?: TxnResult }
-  | { status: 'schema-moved'; loaded: LoadTableResult }
-  /** The write's `txn` names a batch the table already holds: nothing was committed. */
-  | { status: 'already-committed'; loaded: LoadTableResult; txn: TxnResult };
+export interface CommittedWrite extends IcebergCommitted {
+  txn?: TxnResult;
+  deltaVersion?: number;
+  deltaCommitted: boolean;
+  timings: { icebergCommitMs: number; deltaCommitMs: number; checkpointMs: number };
+}
 
-/**
- * Commits a snapshot change through the catalog, rebuilding it on the newest metadata when a
- * concurrent commit wins; each lost attempt spends one retry of `retry` (the table's
- * `commit.retry.*` policy, shared with the caller's own loop). 'schema-moved' means the batch must
- * be prepared again: its columns or partitioning changed underneath, or (for merges and deletes) a
- * file it rewrites is gone. With `opts.txn`, every attempt first checks its fresh base: a batch
- * the table already holds is 'already-committed', so of two writers racing with one batch, the
- * loser finds the winner's snapshot and commits nothing.
- */
-export async function commitChange(
-  ctx: TableContext,
-  plan: SchemaPlan,
-  change: SnapshotChange,
-  loaded: LoadTableResult | undefined,
-  opts: WriteOptions,
-  retry: CommitRetry = new CommitRetry(commitRetryPolicy(loaded?.metadata.properties ?? plan.newTable?.properties ?? {}), `write ${identString(ctx.ident)}`),
-): Promise<CommitOutcome> {
-  const snapshotId = newSnapshotId();
-  const producer = new SnapshotProducer(ctx.io, snapshotId, change);
-  const txn = opts.txn ? checkTxn(opts.txn, 'txn') : undefined;
-  const txnEntries = txn ? txnSummary(txn) : {};
-  let committed = false;
-  try {
-    let base = loaded;
-    for (;;) {
-      if (!base && plan.newTable) {
-        const outcome = await createWithSnapshot(ctx, plan, producer, txnEntries);
-        if (outcome) {
-          committed = true;
-          return txn ? { ...outcome, txn: txnOutcome(txn, undefined) } : outcome;
-        }
-        await retry.lost('another writer created the table first');
-        base = await ctx.catalog.loadTable(ctx.ident);
-        continue;
-      }
-      if (!base) base = await ctx.catalog.loadTable(ctx.ident);
-      retry.use(commitRetryPolicy(base.metadata.properties));
-      const latest = txn && latestIcebergTxn(base.metadata, txn.appId);
-      const txnResult = txn && txnOutcome(txn, latest);
-      if (txnResult?.status === 'already-committed') return { status: 'already-committed', loaded: base, txn: txnResult };
-      const rebased = rebasePlan(ctx, plan, base.metadata, opts);
-      if (!rebased) return { status: 'schema-moved', loaded: base };
-      const { requirements } = rebased;
-      const nowMs = Math.max(ctx.clock.nowMs(), base.metadata['last-updated-ms'] + 1);
-      // Property changes committed with the snapshot (alter) decide what it carries, e.g. a Delta version.
-      const updates = [...rebased.updates, ...(change.updates ?? [])];
-      const metadataForSnapshot = change.updates?.length ? applyUpdates(rebased.metadataForSnapshot, change.updates, { nowMs }) : rebased.metadataForSnapshot;
-      const parent = currentSnapshot(base.metadata);
-      let produced;
-      try {
-        produced = await producer.produce(metadataForSnapshot, nowMs, {
-          schema: currentSchema(metadataForSnapshot),
-          summaryExtra: { ...(await summaryExtra(ctx, metadataForSnapshot, base.metadata, parent, change)), ...txnEntries },
-        });
-      } catch (e) {
-        // A file this change rewrites was removed by a concurrent commit: prepare it again.
-        if (isTwinlakeError(e, 'commit-conflict')) return { status: 'schema-moved', loaded: base };
-        throw e;
-      }
-      const result = await ctx.catalog.commitTable(ctx.ident, {
-        requirements,
-        updates: [...updates, { action: 'add-snapshot', snapshot: produced.snapshot }, { action: 'set-snapshot-ref', 'ref-name': 'main', type: 'branch', 'snapshot-id': snapshotId }],
-      });
-      if (result.status === 'committed') {
-        committed = true;
-        return { status: 'committed', metadata: result.metadata, snapshot: produced.snapshot, created: false, ...(txnResult ? { txn: txnResult } : {}) };
-      }
-      await ctx.io.deleteQuietly(produced.attemptFiles);
-      await retry.lost(result.reason);
-      base = await ctx.catalog.loadTable(ctx.ident);
+export interface WriteJob<R> {
+  /** What is written, for errors: `write sales.orders`. */
+  what: string;
+  /** A table that does not exist is an error (not-found) rather than created. */
+  mustExist?: boolean;
+  txn?: CheckedTxn;
+  /** The properties of a table the write creates (for its `commit.retry.*` policy). */
+  properties?: Record<string, string>;
+  warn: (m: string) => void;
+  /** Writes the files on `loaded` (undefined: no table yet), or says the write is done without a commit. */
+  prepare(loaded: LoadTableResult | undefined): Promise<PreparedWrite<R> | { result: R }>;
+  /** The result when the table already holds the write's batch (`txn`). */
+  alreadyCommitted(loaded: LoadTableResult, txn: TxnResult): R;
+}
+
+export async function commitWrite<R>(ctx: TableContext, job: WriteJob<R>): Promise<R> {
+  let loaded = job.mustExist ? await ctx.catalog.loadTable(ctx.ident) : await tryLoad(ctx);
+  if (loaded) await repairDelta(ctx, loaded.metadata, job.warn);
+  // A batch the table already holds is not even prepared; every attempt checks again (a racing writer).
+  const done = job.txn && loaded && txnOutcome(job.txn, latestIcebergTxn(loaded.metadata, job.txn.appId));
+  if (done?.status === 'already-committed') return job.alreadyCommitted(loaded!, done);
+  const retry = new CommitRetry(commitRetryPolicy(loaded?.metadata.properties ?? job.properties ?? {}), job.what);
+  for (;;) {
+    const prepared = await job.prepare(loaded);
+    if (!('actions' in prepared)) return prepared.result;
+    const commitStart = performance.now();
+    const transaction = new Transaction(ctx, prepared.actions, { what: job.what, txn: job.txn, retry, ...(prepared.create ? { create: prepared.create } : {}) });
+    const outcome = await guardCommit(prepared.files, () => transaction.commit(loaded), (o) => o.status === 'committed').catch(async (e: unknown) => {
+      await discardUncommitted(ctx.io, prepared.files);
+      throw e;
+    });
+    const icebergCommitMs = performance.now() - commitStart;
+    if (outcome.status !== 'committed') await discardUncommitted(ctx.io, prepared.files);
+    if (outcome.status === 'conflict') throw outcome.error;
+    if (outcome.status === 'already-committed') {
+      await repairDelta(ctx, outcome.base.metadata, job.warn); // the winner may have stopped before its Delta commit
+      return job.alreadyCommitted(outcome.base, outcome.txn);
     }
-  } catch (e) {
-    // The pointer may have moved to a snapshot naming these manifests: keep them (a stray file is
-    // harmless; a missing one breaks the table).
-    if (isTwinlakeError(e, 'commit-state-unknown')) committed = true;
-    throw e;
-  } finally {
-    if (!committed) await producer.abandon();
+    if (outcome.status === 'rerun') {
+      loaded = outcome.base;
+      continue;
+    }
+    const delta = await finishDelta(ctx, outcome.metadata, outcome.snapshot!, job.warn);
+    return prepared.done({
+      ...outcome,
+      deltaVersion: delta.deltaVersion,
+      deltaCommitted: delta.deltaCommitted,
+      timings: { icebergCommitMs, deltaCommitMs: delta.deltaCommitMs, checkpointMs: delta.checkpointMs },
+    });
   }
 }
 
-async function summaryExtra(
-  ctx: TableContext,
-  metadata: TableMetadata,
-  base: TableMetadata | undefined,
-  parent: ReturnType<typeof currentSnapshot>,
-  change: SnapshotChange,
-): Promise<Record<string, string>> {
-  const extra: Record<string, string> = { 'engine-name': 'twinlake', 'engine-version': TWINLAKE_VERSION };
-  if (tableFormats(metadata.properties).includes('delta')) {
-    // The snapshot that adds Delta to an Iceberg table starts the Delta log (see DELTA_START_KEY).
-    const start = change.summary?.[DELTA_START_KEY] === 'true';
-    extra[DELTA_VERSION_KEY] = start ? '0' : String(base ? await nextDeltaVersionAfter(ctx.io, base, parent) : 1);
-    if (deletionVectorsOn(parent) || (change.addedDeletes?.length ?? 0) > 0) extra[DELTA_DV_KEY] = 'true';
-  }
-  return extra;
-}
-
-async function createWithSnapshot(
-  ctx: TableContext,
-  plan: SchemaPlan,
-  producer: SnapshotProducer,
-  txnEntries: Record<string, string>,
-): Promise<Extract<CommitOutcome, { status: 'committed' }> | undefined> {
-  const base = plan.newTable!;
-  const nowMs = Math.max(ctx.clock.nowMs(), base['last-updated-ms'] + 1);
-  const produced = await producer.produce(base, nowMs, { schema: plan.schema, summaryExtra: { ...(await summaryExtra(ctx, base, undefined, undefined, producer.change)), ...txnEntries } });
-  const metadata = applyUpdates(
-    base,
-    [
-      { action: 'add-snapshot', snapshot: produced.snapshot },
-      { action: 'set-snapshot-ref', 'ref-name': 'main', type: 'branch', 'snapshot-id': produced.snapshot['snapshot-id'] },
-    ],
-    { nowMs },
-  );
+export async function tryLoad(ctx: TableContext): Promise<LoadTableResult | undefined> {
   try {
-    await ensureNamespace(ctx.catalog, ctx.ident.namespace);
-    const created = await ctx.catalog.createTable(ctx.ident, metadata);
-    return { status: 'committed', metadata: created.metadata, snapshot: produced.snapshot, created: true };
+    return await ctx.catalog.loadTable(ctx.ident);
   } catch (e) {
-    if (isTwinlakeError(e, 'already-exists')) {
-      await ctx.io.deleteQuietly(produced.attemptFiles);
-      return undefined;
-    }
+    if (isTwinlakeError(e, 'not-found')) return undefined;
     throw e;
   }
 }
+

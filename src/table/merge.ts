@@ -13,22 +13,21 @@ import { encode, encodeFrom, inferOrExplain, type EncodedFiles } from './batch.t
 import { engineLocalPath, liveFiles } from './iceberg-scan.ts';
 import { isBlank } from './input-diagnostics.ts';
 import { prepareInput, type WriteInput } from './input.ts';
-import { discardUncommitted, forgetUncommitted, guardCommit, stagingFolder, trackStaging } from './interrupt.ts';
+import { discardUncommitted, forgetUncommitted, stagingFolder, trackStaging } from './interrupt.ts';
 import { bindFilter, emptyExplain } from './scan-filter.ts';
 import type { TableContext } from './table-context.ts';
 import { identString, warningLog, type WarningLog } from './table-context.ts';
 import { checkStrategy, rowChangeStrategy, type RowChangeStrategy } from './table-properties.ts';
 import { existingDeletes, loadDeletedPositions, writeRowDeletes, type ExistingDeletes, type WrittenDeletes } from './row-deletes.ts';
 import { RoaringBitmap64 } from '../format/roaring.ts';
-import { commitChange, type CommitOutcome } from './commit.ts';
-import { finishDelta, repairDelta } from './delta-sync.ts';
+import { commitWrite, type PreparedWrite } from './commit.ts';
 import { operationSummary } from './delta-projection.ts';
 import { planSchema, type SchemaPlan } from './schema-plan.ts';
 import { splitExcluded } from './exclude-columns.ts';
 import { assignPhysicalNames } from './physical-names.ts';
-import { alreadyCommitted, tryLoad, type WriteOptions, type WriteResult } from './writer.ts';
-import { CommitRetry, commitRetryPolicy } from './commit-retry.ts';
-import { checkTxn, latestIcebergTxn, txnOutcome, type TxnResult } from './write-txn.ts';
+import { alreadyCommitted, type WriteOptions, type WriteResult } from './writer.ts';
+import { rowDelta, updateSchema } from './table-actions.ts';
+import { checkTxn, type TxnResult } from './write-txn.ts';
 import type { LoadTableResult } from '../catalog/catalog.ts';
 
 /**
@@ -102,72 +101,67 @@ export async function mergeTable(ctx: TableContext, input: WriteInput, opts: Mer
   const staging = await stagingFolder(session, 'twinlake-merge-');
   const untrackStaging = trackStaging(staging);
   const log = warningLog(ctx);
-  const warn = log.warn;
   const t = scratchTables();
-  const txn = opts.txn ? checkTxn(opts.txn, 'txn') : undefined;
+  // A table this merge creates has no rows to delete: its first batch is an insert.
+  const strategyFor = (l: LoadTableResult | undefined) => (l ? rowChangeStrategy(l.metadata, 'merge', opts.strategy) : checkStrategy(opts.strategy, 'merge'));
   try {
     if (await isBlank(prepared)) throw invalidInput(`${prepared.displayName}: no records; nothing was merged`);
-    let loaded = await tryLoad(ctx);
-    if (loaded) await repairDelta(ctx, loaded.metadata, warn);
-    const done = txn && loaded && txnOutcome(txn, latestIcebergTxn(loaded.metadata, txn.appId));
-    if (done?.status === 'already-committed') return alreadyMerged(ctx, loaded!, done, log, rowChangeStrategy(loaded!.metadata, 'merge', opts.strategy));
-    const inferred = opts.schema && !opts.excludeColumns?.length ? opts.schema : await inferOrExplain(session, prepared, loaded && currentSchema(loaded.metadata));
-    // Excluded columns steer the merge (deleteWhen, orderBy) but are not stored in the table.
-    const split = splitExcluded(inferred, opts.excludeColumns, 'merge');
-    let incoming = opts.schema ?? split.kept;
-    for (const k of opts.keys) if (opts.excludeColumns?.includes(k)) throw invalidInput(`merge: key column ${k} cannot be excluded from the table`);
-    checkKeys(opts.keys, incoming, 'the input');
-    if (loaded) checkKeys(opts.keys, currentSchema(loaded.metadata), `table ${identString(ctx.ident)}`);
-    // A table this merge creates has no rows to delete: its first batch is an insert.
-    const strategyFor = (l: LoadTableResult | undefined) => (l ? rowChangeStrategy(l.metadata, 'merge', opts.strategy) : checkStrategy(opts.strategy, 'merge'));
-    strategyFor(loaded);
-    const retry = new CommitRetry(commitRetryPolicy(loaded?.metadata.properties ?? opts.properties ?? {}), `merge ${identString(ctx.ident)}`);
+    let input: { inferred: StructType; split: ReturnType<typeof splitExcluded>; incoming: StructType } | undefined;
+    return await commitWrite<MergeResult>(ctx, {
+      what: `merge ${identString(ctx.ident)}`,
+      ...(opts.txn ? { txn: checkTxn(opts.txn, 'txn') } : {}),
+      properties: opts.properties ?? {},
+      warn: log.warn,
+      alreadyCommitted: (loaded, txn) => alreadyMerged(ctx, loaded, txn, log, strategyFor(loaded)),
+      async prepare(loaded) {
+        if (!input) {
+          const inferred = opts.schema && !opts.excludeColumns?.length ? opts.schema : await inferOrExplain(session, prepared, loaded && currentSchema(loaded.metadata));
+          // Excluded columns steer the merge (deleteWhen, orderBy) but are not stored in the table.
+          const split = splitExcluded(inferred, opts.excludeColumns, 'merge');
+          input = { inferred, split, incoming: opts.schema ?? split.kept };
+          for (const k of opts.keys) if (opts.excludeColumns?.includes(k)) throw invalidInput(`merge: key column ${k} cannot be excluded from the table`);
+          checkKeys(opts.keys, input.incoming, 'the input');
+          if (loaded) checkKeys(opts.keys, currentSchema(loaded.metadata), `table ${identString(ctx.ident)}`);
+        }
+        const { inferred, split, incoming } = input;
+        const strategy = strategyFor(loaded);
+        const plan = planSchema(ctx, loaded?.metadata, incoming, opts);
+        requireSameNames(plan);
+        // The batch, converted strictly to the table's types, staged as Parquet outside the table.
+        const batchPlan = { ...withSteeringColumns(plan, split.excluded), location: fileUri(staging), spec: { 'spec-id': 0, fields: [] }, targetFileSize: Number.MAX_SAFE_INTEGER };
+        const batch = await encode(ctx, batchPlan, prepared, { ...incoming, fields: [...incoming.fields, ...split.excluded] });
+        const inputNames = new Set([...inferred.fields, ...incoming.fields].map((f) => f.name));
+        await stageBatch(ctx, t, batch, batchPlan.schema, opts, inputNames);
+        forgetUncommitted(batch.files); // scratch of this merge, removed with its staging folder
 
-    for (;;) {
-      const strategy = strategyFor(loaded);
-      const plan = planSchema(ctx, loaded?.metadata, incoming, opts);
-      requireSameNames(plan);
-      // The batch, converted strictly to the table's types, staged as Parquet outside the table.
-      const batchPlan = { ...withSteeringColumns(plan, split.excluded), location: fileUri(staging), spec: { 'spec-id': 0, fields: [] }, targetFileSize: Number.MAX_SAFE_INTEGER };
-      const batch = await encode(ctx, batchPlan, prepared, { ...incoming, fields: [...incoming.fields, ...split.excluded] });
-      const inputNames = new Set([...inferred.fields, ...incoming.fields].map((f) => f.name));
-      await stageBatch(ctx, t, batch, batchPlan.schema, opts, inputNames);
-      forgetUncommitted(batch.files); // scratch of this merge, removed with its staging folder
-
-      const metadata = loaded?.metadata;
-      const live = metadata ? await candidateFiles(ctx, t, metadata, plan.schema, opts.keys) : { data: [], deletes: [], sequenceNumbers: new Map() };
-      const rows = await liveRows(ctx, t, metadata, live, live.data);
-      const using = `USING (${opts.keys.map(quoteIdent).join(', ')})`;
-      // One pass over the candidates finds every live row holding a batch key.
-      const keyColumns = opts.keys.map((k) => quoteIdent(k)).join(', ');
-      const touched = await findHits(
-        ctx,
-        t,
-        live.data,
-        live.data.length
-          ? `SELECT ${quoteIdent(FILE)}, ${POS}, ${keyColumns} FROM (${rows.positions(live.data)}) AS r SEMI JOIN ${t.batch} AS b ${using}`
-          : `SELECT NULL::VARCHAR AS ${quoteIdent(FILE)}, NULL::BIGINT AS ${POS}, ${keyColumns} FROM ${t.batch} WHERE FALSE`,
-      );
-      const counts = await mergeCounts(ctx, t, opts.keys);
-      const inserts = `SELECT * EXCLUDE (__tl_delete) FROM ${t.batch} WHERE NOT __tl_delete`;
-      const change: RowChange =
-        strategy === 'copy-on-write' || touched.length === 0
-          ? {
-              strategy: 'copy-on-write',
-              touched,
-              sql: touched.length ? `SELECT * FROM (${await rows.keep(touched)}) AS k ANTI JOIN ${t.batch} AS b ${using} UNION ALL BY NAME ${inserts}` : inserts,
-              rowLineage: touched.length > 0 && rows.lineage,
-            }
-          : { strategy, touched, sql: inserts, deletedRowsSql: `SELECT * FROM ${t.hits}` };
-      const done = await rewrite(ctx, plan, loaded, rows, change, { displayName: 'merge', strategy, summary: mergeSummary(opts) }, opts, log, retry);
-      if (done.status === 'already-committed') return alreadyMerged(ctx, done.loaded, done.txn, log, strategy);
-      if (done.status === 'rerun') {
-        loaded = done.loaded;
-        await retry.lost('a concurrent commit rewrote or changed the deletes of a file this merge touches');
-        continue;
-      }
-      return { ...done.result, inserted: counts.inserted, updated: counts.updated, deleted: counts.deleted };
-    }
+        const metadata = loaded?.metadata;
+        const live = metadata ? await candidateFiles(ctx, t, metadata, plan.schema, opts.keys) : { data: [], deletes: [], sequenceNumbers: new Map() };
+        const rows = await liveRows(ctx, t, metadata, live, live.data);
+        const using = `USING (${opts.keys.map(quoteIdent).join(', ')})`;
+        // One pass over the candidates finds every live row holding a batch key.
+        const keyColumns = opts.keys.map((k) => quoteIdent(k)).join(', ');
+        const touched = await findHits(
+          ctx,
+          t,
+          live.data,
+          live.data.length
+            ? `SELECT ${quoteIdent(FILE)}, ${POS}, ${keyColumns} FROM (${rows.positions(live.data)}) AS r SEMI JOIN ${t.batch} AS b ${using}`
+            : `SELECT NULL::VARCHAR AS ${quoteIdent(FILE)}, NULL::BIGINT AS ${POS}, ${keyColumns} FROM ${t.batch} WHERE FALSE`,
+        );
+        const counts = await mergeCounts(ctx, t, opts.keys);
+        const inserts = `SELECT * EXCLUDE (__tl_delete) FROM ${t.batch} WHERE NOT __tl_delete`;
+        const change: RowChange =
+          strategy === 'copy-on-write' || touched.length === 0
+            ? {
+                strategy: 'copy-on-write',
+                touched,
+                sql: touched.length ? `SELECT * FROM (${await rows.keep(touched)}) AS k ANTI JOIN ${t.batch} AS b ${using} UNION ALL BY NAME ${inserts}` : inserts,
+                rowLineage: touched.length > 0 && rows.lineage,
+              }
+            : { strategy, touched, sql: inserts, deletedRowsSql: `SELECT * FROM ${t.hits}` };
+        return rewrite(ctx, plan, loaded, rows, change, { displayName: 'merge', strategy, summary: mergeSummary(opts) }, opts, log, counts);
+      },
+    });
   } finally {
     await dropScratch(ctx, t);
     await rm(staging, { recursive: true, force: true });
@@ -179,51 +173,47 @@ export async function mergeTable(ctx: TableContext, input: WriteInput, opts: Mer
 /** Deletes the rows matching `where`; files without a matching row are left alone. */
 export async function deleteRows(ctx: TableContext, where: string, opts: DeleteOptions = {}): Promise<MergeResult> {
   const log = warningLog(ctx);
-  const warn = log.warn;
-  let loaded: LoadTableResult = await ctx.catalog.loadTable(ctx.ident);
-  await repairDelta(ctx, loaded.metadata, warn);
   const t = scratchTables();
   try {
-    return await deleteAttempts(ctx, t, where, opts, log, loaded);
+    return await commitWrite<MergeResult>(ctx, {
+      what: `delete ${identString(ctx.ident)}`,
+      mustExist: true,
+      warn: log.warn,
+      alreadyCommitted: () => {
+        throw new Error('delete: carries no batch identity');
+      },
+      async prepare(loaded) {
+        const metadata = loaded!.metadata;
+        const strategy = rowChangeStrategy(metadata, 'delete', opts.strategy);
+        const schema = currentSchema(metadata);
+        const plan = planSchema(ctx, metadata, schema, {});
+        requireSameNames(plan);
+        const filter = bindFilter(where, schema)!;
+        const snapshot = currentSnapshot(metadata);
+        if (!snapshot) throw invalidInput(`delete: table ${identString(ctx.ident)} has no rows`);
+        const live = await liveFiles(ctx.io, metadata, snapshot, { filter, schema, explain: emptyExplain() });
+        const session = await ctx.session();
+        const rows = await liveRows(ctx, t, metadata, live, live.data);
+        const touched = live.data.length ? await findHits(ctx, t, live.data, `SELECT ${quoteIdent(FILE)}, ${POS} FROM (${rows.positions(live.data)}) AS r WHERE ${filter.sql}`) : [];
+        if (touched.length === 0) {
+          return {
+            result: {
+              table: identString(ctx.ident), created: false, mode: 'delete', snapshotId: snapshot['snapshot-id'], deltaCommitted: true, files: 0, rows: 0, bytes: 0,
+              warnings: log.warnings, schemaChanges: [], timings: zeroTimings(), inserted: 0, updated: 0, deleted: 0, rewrittenFiles: 0, rewrittenBytes: 0, strategy, deleteFiles: 0, deleteBytes: 0,
+            },
+          };
+        }
+        const deleted = Number((await session.all(`SELECT count(*) AS n FROM ${t.hits}`))[0]!.n);
+        const change: RowChange =
+          strategy === 'copy-on-write'
+            ? { strategy, touched, sql: `SELECT * FROM (${await rows.keep(touched)}) AS r WHERE (${filter.sql}) IS NOT TRUE`, rowLineage: rows.lineage }
+            : { strategy, touched, deletedRowsSql: `SELECT * FROM ${t.hits}` };
+        const what = { displayName: 'delete', strategy, summary: operationSummary('delete', { predicate: where }) } as const;
+        return rewrite(ctx, plan, loaded, rows, change, what, {}, log, { inserted: 0, updated: 0, deleted });
+      },
+    });
   } finally {
     await dropScratch(ctx, t);
-  }
-}
-
-async function deleteAttempts(ctx: TableContext, t: Scratch, where: string, opts: DeleteOptions, log: WarningLog, first: LoadTableResult): Promise<MergeResult> {
-  let loaded = first;
-  const retry = new CommitRetry(commitRetryPolicy(first.metadata.properties), `delete ${identString(ctx.ident)}`);
-  for (;;) {
-    const metadata = loaded.metadata;
-    const strategy = rowChangeStrategy(metadata, 'delete', opts.strategy);
-    const schema = currentSchema(metadata);
-    const plan = planSchema(ctx, metadata, schema, {});
-    requireSameNames(plan);
-    const filter = bindFilter(where, schema)!;
-    const snapshot = currentSnapshot(metadata);
-    if (!snapshot) throw invalidInput(`delete: table ${identString(ctx.ident)} has no rows`);
-    const live = await liveFiles(ctx.io, metadata, snapshot, { filter, schema, explain: emptyExplain() });
-    const session = await ctx.session();
-    const rows = await liveRows(ctx, t, metadata, live, live.data);
-    const touched = live.data.length ? await findHits(ctx, t, live.data, `SELECT ${quoteIdent(FILE)}, ${POS} FROM (${rows.positions(live.data)}) AS r WHERE ${filter.sql}`) : [];
-    if (touched.length === 0) {
-      return {
-        table: identString(ctx.ident), created: false, mode: 'delete', snapshotId: snapshot['snapshot-id'], deltaCommitted: true, files: 0, rows: 0, bytes: 0,
-        warnings: log.warnings, schemaChanges: [], timings: zeroTimings(), inserted: 0, updated: 0, deleted: 0, rewrittenFiles: 0, rewrittenBytes: 0, strategy, deleteFiles: 0, deleteBytes: 0,
-      };
-    }
-    const deletedRows = Number((await session.all(`SELECT count(*) AS n FROM ${t.hits}`))[0]!.n);
-    const change: RowChange =
-      strategy === 'copy-on-write'
-        ? { strategy, touched, sql: `SELECT * FROM (${await rows.keep(touched)}) AS r WHERE (${filter.sql}) IS NOT TRUE`, rowLineage: rows.lineage }
-        : { strategy, touched, deletedRowsSql: `SELECT * FROM ${t.hits}` };
-    const done = await rewrite(ctx, plan, loaded, rows, change, { displayName: 'delete', strategy, summary: operationSummary('delete', { predicate: where }) }, {}, log, retry);
-    if (done.status !== 'done') {
-      loaded = done.loaded;
-      await retry.lost('a concurrent commit rewrote or changed the deletes of a file this delete touches');
-      continue;
-    }
-    return { ...done.result, inserted: 0, updated: 0, deleted: deletedRows };
   }
 }
 
@@ -239,12 +229,6 @@ function zeroTimings() {
   return { encodeMs: 0, icebergCommitMs: 0, deltaCommitMs: 0, checkpointMs: 0 };
 }
 
-
-type Rewritten =
-  | { status: 'rerun'; loaded: LoadTableResult }
-  | { status: 'already-committed'; loaded: LoadTableResult; txn: TxnResult }
-  | { status: 'done'; result: Omit<MergeResult, 'inserted' | 'updated' | 'deleted'> };
-
 /**
  * What a merge or delete changes in the files it touches:
  * - copy-on-write: `sql` is every row to write (kept rows of `touched` and inserts); `touched`
@@ -257,9 +241,9 @@ type RowChange =
   | { strategy: 'merge-on-read'; touched: DataFile[]; sql?: string; deletedRowsSql: string };
 
 /**
- * Writes the change's files and commits them, then the Delta version. 'rerun' when a concurrent
- * commit rewrote one of the touched files, or changed its deletes, first: the caller plans again
- * on the metadata returned.
+ * Writes the change's files and names the row delta that commits them. The producer refuses a
+ * base where a concurrent commit rewrote one of the touched files, or changed its deletes, first:
+ * the transaction says `rerun` and the caller plans again on the metadata it returns.
  */
 async function rewrite(
   ctx: TableContext,
@@ -270,85 +254,64 @@ async function rewrite(
   what: { displayName: 'merge' | 'delete'; strategy: RowChangeStrategy; summary: Record<string, string> },
   opts: WriteOptions,
   log: WarningLog,
-  retry: CommitRetry,
-): Promise<Rewritten> {
+  counts: { inserted: number; updated: number; deleted: number },
+): Promise<PreparedWrite<MergeResult>> {
   const { touched } = change;
   const written: EncodedFiles =
     change.sql !== undefined
       ? await encodeFrom(ctx, plan, { sql: change.sql, displayName: what.displayName, rowLineage: change.strategy === 'copy-on-write' && change.rowLineage === true })
       : emptyEncoded(plan);
   let deletes: WrittenDeletes = { deletes: [], files: [], bytes: 0 };
-  const cleanup = () => discardUncommitted(ctx.io, [...written.files, ...deletes.files]);
-  let outcome: CommitOutcome;
-  try {
-    if (change.strategy === 'merge-on-read') {
+  if (change.strategy === 'merge-on-read') {
+    try {
       // Each delete file is tracked as it is written (writeRowDeletes), so an interrupt removes it.
       deletes = await writeRowDeletes(ctx, loaded!.metadata, await deletedPositions(ctx, rows, change.deletedRowsSql, touched));
+    } catch (e) {
+      await discardUncommitted(ctx.io, written.files);
+      throw e;
     }
-    const removeFiles = new Set(change.strategy === 'copy-on-write' ? touched.map((f) => f['file-path']) : []);
-    const rowDeletes: RowDeletesBasis | undefined = loaded
+  }
+  const rowDeletes: RowDeletesBasis | undefined =
+    loaded && loaded.metadata['format-version'] >= 2
       ? {
           replaced: new Map(touched.map((f) => [f['file-path'], (rows.existing.get(f['file-path'])?.replaceable ?? []).map(deleteFileKey)])),
           partitions: new Set(touched.map(partitionIdentity)),
           plannedAt: loaded.metadata['last-sequence-number'],
         }
       : undefined;
-    const changesRows = removeFiles.size > 0 || deletes.deletes.length > 0;
-    const operation = !changesRows ? 'append' : written.dataFiles.length ? 'overwrite' : 'delete';
-    outcome = await guardCommit([...written.files, ...deletes.files], () => commitChange(
-      ctx,
-      plan,
-      {
-        operation,
-        added: written.dataFiles,
-        replaceAll: false,
-        removeFiles,
-        addedDeletes: deletes.deletes,
-        summary: what.summary,
-        ...(rowDeletes && loaded!.metadata['format-version'] >= 2 ? { rowDeletes } : {}),
-      },
-      loaded,
-      opts,
-      retry,
-    ), (o) => o.status === 'committed');
-  } catch (e) {
-    await cleanup();
-    throw e;
-  }
-  if (outcome.status === 'already-committed') {
-    await cleanup();
-    await repairDelta(ctx, outcome.loaded.metadata, log.warn); // the winner may have stopped before its Delta commit
-    return outcome;
-  }
-  if (outcome.status === 'schema-moved') {
-    await cleanup();
-    return { status: 'rerun', loaded: outcome.loaded };
-  }
-  const { metadata, snapshot } = outcome;
-  const { deltaVersion, deltaCommitted } = await finishDelta(ctx, metadata, snapshot, log.warn);
+  const delta = rowDelta(ctx, {
+    added: written.dataFiles,
+    removeFiles: new Set(change.strategy === 'copy-on-write' ? touched.map((f) => f['file-path']) : []),
+    addedDeletes: deletes.deletes,
+    summary: what.summary,
+    ...(rowDeletes ? { rowDeletes } : {}),
+  });
   const cow = change.strategy === 'copy-on-write';
   return {
-    status: 'done',
-    result: {
+    files: [...written.files, ...deletes.files],
+    actions: [updateSchema(ctx, plan, opts), delta],
+    ...(plan.newTable ? { create: plan.newTable } : {}),
+    done: (c) => ({
       table: identString(ctx.ident),
-      created: outcome.created,
+      created: c.created,
       mode: what.displayName,
-      snapshotId: snapshot['snapshot-id'],
-      deltaVersion,
-      deltaCommitted,
+      snapshotId: c.snapshot!['snapshot-id'],
+      deltaVersion: c.deltaVersion,
+      deltaCommitted: c.deltaCommitted,
       files: written.dataFiles.length,
       rows: written.rows,
       bytes: written.bytes,
       warnings: log.warnings,
       schemaChanges: plan.schemaChanges,
-      timings: zeroTimings(),
+      timings: { encodeMs: 0, ...c.timings },
       rewrittenFiles: cow ? touched.length : 0,
       rewrittenBytes: cow ? touched.reduce((a, f) => a + f['file-size-in-bytes'], 0) : 0,
       strategy: what.strategy,
       deleteFiles: deletes.deletes.length,
       deleteBytes: deletes.bytes,
-      ...(outcome.txn ? { txn: outcome.txn } : {}),
-    },
+      ...counts,
+      ...(c.txn ? { txn: c.txn } : {}),
+    }),
   };
 }
 

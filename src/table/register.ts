@@ -15,11 +15,12 @@ import { existingDeletes, writeRowDeletes, type WrittenDeletes } from './row-del
 import type { RowDeletesBasis } from './snapshot-producer.ts';
 import { partitionIdentity } from '../format/iceberg/snapshot-summary.ts';
 import { checkCanAddDelta } from './alter.ts';
-import { commitChange } from './commit.ts';
+import { CommitRetry, commitRetryPolicy } from './commit-retry.ts';
+import { rawCommit, snapshotOf, updateProperties } from './table-actions.ts';
+import { Transaction, type TableAction } from './transaction.ts';
 import { DELTA_START_KEY, operationSummary } from './delta-projection.ts';
 import { commitDelta, finishDelta } from './delta-sync.ts';
 import { assignPhysicalNames } from './physical-names.ts';
-import { planSchema } from './schema-plan.ts';
 import type { TableContext } from './table-context.ts';
 import { identString, warningLog } from './table-context.ts';
 import { parseFormats, Props, readPhysicalNames, tableFormats, writePhysicalNames, type TableFormat } from './table-properties.ts';
@@ -38,8 +39,6 @@ export interface RegisterResult {
   deltaVersion?: number;
   warnings: string[];
 }
-
-const MAX_ATTEMPTS = 20;
 
 /**
  * Adopts an Iceberg table another engine wrote, as the REST catalog's registerTable does: the
@@ -69,8 +68,9 @@ export async function registerTable(ctx: TableContext, metadataFile: string): Pr
   const log = warningLog(ctx);
   await ensureNamespace(ctx.catalog, ctx.ident.namespace);
   let loaded: LoadTableResult = await ctx.catalog.registerTable(ctx.ident, registered);
+  const retry = new CommitRetry(commitRetryPolicy(loaded.metadata.properties), what);
   try {
-    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+    for (;;) {
       const base = loaded.metadata;
       const properties: Record<string, string> = {
         [Props.formats]: parseFormats(['iceberg', 'delta']).join(','),
@@ -88,42 +88,36 @@ export async function registerTable(ctx: TableContext, metadataFile: string): Pr
         warnings: log.warnings,
         ...extra,
       });
-      if (!currentSnapshot(base)) {
-        // No snapshot: Delta version 0 records the table as created, as for a new table.
-        const committed = await ctx.catalog.commitTable(ctx.ident, { requirements: [{ type: 'assert-table-uuid', uuid: base['table-uuid'] }, { type: 'assert-ref-snapshot-id', ref: 'main', 'snapshot-id': null }], updates });
-        if (committed.status === 'conflict') {
-          loaded = await ctx.catalog.loadTable(ctx.ident);
-          continue;
-        }
-        await commitDelta(ctx, committed.metadata, log.warn);
-        return done(committed.metadata, committed.metadataLocation, { deltaVersion: 0 });
-      }
-      const plan = planSchema(ctx, base, currentSchema(base), {});
+      const snapshot = currentSnapshot(base);
+      // No snapshot: Delta version 0 records the table as created, as for a new table; a snapshot
+      // starts the Delta log with the table's live files, its deletes rewritten as Twinlake's.
       const summary = { ...operationSummary('alter', { properties: JSON.stringify({ [Props.formats]: properties[Props.formats] }) }), [DELTA_START_KEY]: 'true' };
-      const deletes = await rewriteDeletes(ctx, applyUpdates(base, updates, { nowMs: ctx.clock.nowMs() }));
-      let outcome;
-      try {
-        outcome = await commitChange(
-          ctx,
-          plan,
-          { operation: deletes ? 'delete' : 'append', added: [], replaceAll: false, summary, updates, ...(deletes ? { addedDeletes: deletes.written.deletes, rowDeletes: deletes.basis } : {}) },
-          loaded,
-          {},
-        );
-      } catch (e) {
+      const deletes = snapshot ? await rewriteDeletes(ctx, applyUpdates(base, updates, { nowMs: ctx.clock.nowMs() })) : undefined;
+      const actions: TableAction[] = snapshot
+        ? [
+            updateProperties(properties),
+            snapshotOf(ctx, { operation: deletes ? 'delete' : 'append', added: [], replaceAll: false, summary, ...(deletes ? { addedDeletes: deletes.written.deletes, rowDeletes: deletes.basis } : {}) }),
+          ]
+        : [rawCommit({ requirements: [{ type: 'assert-table-uuid', uuid: base['table-uuid'] }, { type: 'assert-ref-snapshot-id', ref: 'main', 'snapshot-id': null }], updates })];
+      const outcome = await new Transaction(ctx, actions, { what, retry }).commit(loaded).catch(async (e: unknown) => {
         await ctx.io.deleteQuietly(deletes?.written.files ?? []);
         throw e;
-      }
+      });
       if (outcome.status !== 'committed') {
         await ctx.io.deleteQuietly(deletes?.written.files ?? []);
-        loaded = outcome.loaded;
+        // A snapshot committed since the table was loaded: start Delta from it instead.
+        if (outcome.status === 'conflict' && snapshot) throw outcome.error;
+        if (outcome.status === 'conflict') await retry.lost(outcome.error.message);
+        loaded = outcome.status === 'conflict' ? await ctx.catalog.loadTable(ctx.ident) : outcome.base;
         continue;
       }
+      if (!outcome.snapshot) {
+        await commitDelta(ctx, outcome.metadata, log.warn);
+        return done(outcome.metadata, outcome.metadataLocation, { deltaVersion: 0 });
+      }
       const delta = await finishDelta(ctx, outcome.metadata, outcome.snapshot, log.warn);
-      const now = await ctx.catalog.loadTable(ctx.ident);
-      return done(outcome.metadata, now.metadataLocation, { snapshotId: outcome.snapshot['snapshot-id'], deltaVersion: delta.deltaVersion });
+      return done(outcome.metadata, outcome.metadataLocation, { snapshotId: outcome.snapshot['snapshot-id'], deltaVersion: delta.deltaVersion });
     }
-    throw new TwinlakeError('commit-conflict', `${what}: gave up after ${MAX_ATTEMPTS} attempts lost to concurrent commits`);
   } catch (e) {
     // Nothing of ours was committed: the table goes back to being unregistered, its files untouched.
     const now = await ctx.catalog.loadTable(ctx.ident).catch(() => undefined);

@@ -7,7 +7,6 @@ import { deleteFileKey, partitionType } from '../format/iceberg/manifest.ts';
 import { partitionIdentity, summarize } from '../format/iceberg/snapshot-summary.ts';
 import { currentSnapshot, isUnpartitioned, specById } from '../format/iceberg/table-metadata.ts';
 import type { DataFile, FieldSummary, ManifestEntry, ManifestFile, Operation, PartitionSpec, Schema, Snapshot, TableMetadata } from '../format/iceberg/types.ts';
-import type { TableUpdate } from '../format/iceberg/updates.ts';
 import { avroCodec, readManifestEntries, readManifestList, syncMarker, writeManifest } from './manifest-io.ts';
 import { intProp, Props, boolProp } from './table-properties.ts';
 
@@ -37,8 +36,6 @@ export interface SnapshotChange {
    * alter) and its parameters, which the Delta version mirroring the snapshot is derived from.
    */
   summary?: Record<string, string>;
-  /** Table updates committed together with the snapshot (property changes of `alter`). */
-  updates?: TableUpdate[];
 }
 
 /**

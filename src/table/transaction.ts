@@ -70,6 +70,16 @@ export type TransactionOutcome<B, C> =
   /** `error` is the `commit-conflict` to throw (its text names the limit spent, or what failed). */
   | { status: 'conflict'; base: B | undefined; error: TwinlakeError };
 
+/**
+ * The committed outcome of a transaction that cannot rerun or find its batch committed (no
+ * action reruns, no `txn`); a conflict is thrown as the `commit-conflict` it carries.
+ */
+export function committedOrThrow<B, C>(outcome: TransactionOutcome<B, C>): Extract<TransactionOutcome<B, C>, { status: 'committed' }> {
+  if (outcome.status === 'conflict') throw outcome.error;
+  if (outcome.status !== 'committed') throw new Error(`transaction: a ${outcome.status} outcome where none can happen`);
+  return outcome;
+}
+
 type Attempt<C> = { status: 'committed'; value: C } | { status: 'lost' | 'rerun' | 'conflict'; why: string };
 
 /**

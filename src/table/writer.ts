@@ -1,19 +1,20 @@
-import { invalidInput, isTwinlakeError, unsupported } from '../core/errors.ts';
-import { ensureNamespace, type LoadTableResult } from '../catalog/catalog.ts';
+import { invalidInput, unsupported } from '../core/errors.ts';
+import type { LoadTableResult } from '../catalog/catalog.ts';
 import { indexById, type SchemaChange } from '../format/iceberg/schema.ts';
 import { currentSchema, currentSnapshot } from '../format/iceberg/table-metadata.ts';
 import type { StructType, TableMetadata } from '../format/iceberg/types.ts';
 import { encode, inferOrExplain, type EncodedFiles } from './batch.ts';
-import { commitChange } from './commit.ts';
-import { commitDelta, finishDelta, repairDelta } from './delta-sync.ts';
+import { commitWrite } from './commit.ts';
+import { committedOrThrow, Transaction } from './transaction.ts';
+import { commitDelta } from './delta-sync.ts';
 import { deltaVersionOf } from './delta-projection.ts';
-import { CommitRetry, commitRetryPolicy } from './commit-retry.ts';
-import { checkTxn, latestIcebergTxn, txnOutcome, type TxnResult, type WriteTxn } from './write-txn.ts';
+import { checkTxn, type TxnResult, type WriteTxn } from './write-txn.ts';
 import { isBlank } from './input-diagnostics.ts';
 import { prepareInput, type WriteInput } from './input.ts';
-import { discardUncommitted, guardCommit } from './interrupt.ts';
+import { discardUncommitted } from './interrupt.ts';
 import { planSchema, type SchemaPlan } from './schema-plan.ts';
 import { splitExcluded } from './exclude-columns.ts';
+import { appendFiles, overwriteFiles, updateSchema } from './table-actions.ts';
 import type { TableContext } from './table-context.ts';
 import { identString, warningLog } from './table-context.ts';
 import { parseFormats, tableFormats, type TableFormat } from './table-properties.ts';
@@ -84,65 +85,49 @@ export interface WriteResult {
 export async function writeTable(ctx: TableContext, input: WriteInput, opts: WriteOptions = {}): Promise<WriteResult> {
   const mode = opts.mode ?? 'append';
   const { warnings, warn } = warningLog(ctx);
-  const txn = opts.txn ? checkTxn(opts.txn, 'txn') : undefined;
   const prepared = await prepareInput(input, (await ctx.session()).settings.tempDir);
   try {
     const session = await ctx.session();
     if (await isBlank(prepared)) throw invalidInput(`${prepared.displayName}: no records; nothing was written`);
-    let loaded = await tryLoad(ctx);
-    if (loaded) await repairDelta(ctx, loaded.metadata, warn);
-    // A batch the table already holds is not even encoded; the commit checks again (a racing writer).
-    const done = txn && loaded && txnOutcome(txn, latestIcebergTxn(loaded.metadata, txn.appId));
-    if (done?.status === 'already-committed') return alreadyCommitted(ctx, loaded!, mode, done, warnings);
-    let incoming = opts.schema ?? splitExcluded(await inferOrExplain(session, prepared, loaded && currentSchema(loaded.metadata)), opts.excludeColumns, 'write').kept;
-    const retry = new CommitRetry(commitRetryPolicy(loaded?.metadata.properties ?? opts.properties ?? {}), `write ${identString(ctx.ident)}`);
-
-    for (;;) {
-      const plan = planSchema(ctx, loaded?.metadata, incoming, opts);
-      const encodeStart = performance.now();
-      const written = await encode(ctx, plan, prepared, incoming);
-      if (tableFormats(plan.newTable?.properties ?? loaded!.metadata.properties).includes('delta')) {
-        await refuseEmptyIdentityStrings(ctx, plan, written);
-      }
-      const encodeMs = performance.now() - encodeStart;
-      try {
-        const commitStart = performance.now();
-        const change = { operation: mode === 'overwrite' ? 'overwrite' : 'append', added: written.dataFiles, replaceAll: mode === 'overwrite' } as const;
-        const outcome = await guardCommit(written.files, () => commitChange(ctx, plan, change, loaded, opts, retry), (o) => o.status === 'committed');
-        const icebergCommitMs = performance.now() - commitStart;
-        if (outcome.status === 'already-committed') {
-          await discardUncommitted(ctx.io, written.files);
-          await repairDelta(ctx, outcome.loaded.metadata, warn); // the winner may have stopped before its Delta commit
-          return alreadyCommitted(ctx, outcome.loaded, mode, outcome.txn, warnings);
+    let incoming: StructType | undefined;
+    return await commitWrite<WriteResult>(ctx, {
+      what: `write ${identString(ctx.ident)}`,
+      ...(opts.txn ? { txn: checkTxn(opts.txn, 'txn') } : {}),
+      properties: opts.properties ?? {},
+      warn,
+      alreadyCommitted: (loaded, txn) => alreadyCommitted(ctx, loaded, mode, txn, warnings),
+      async prepare(loaded) {
+        incoming ??= opts.schema ?? splitExcluded(await inferOrExplain(session, prepared, loaded && currentSchema(loaded.metadata)), opts.excludeColumns, 'write').kept;
+        const plan = planSchema(ctx, loaded?.metadata, incoming, opts);
+        const encodeStart = performance.now();
+        const written = await encode(ctx, plan, prepared, incoming);
+        if (tableFormats(plan.newTable?.properties ?? loaded!.metadata.properties).includes('delta')) {
+          await refuseEmptyIdentityStrings(ctx, plan, written);
         }
-        if (outcome.status === 'schema-moved') {
-          // A concurrent writer changed the columns this batch was encoded against.
-          await discardUncommitted(ctx.io, written.files);
-          loaded = outcome.loaded;
-          await retry.lost('a concurrent commit changed the schema or partitioning this batch was encoded with');
-          continue;
-        }
-        const { deltaVersion, deltaCommitted, deltaCommitMs, checkpointMs } = await finishDelta(ctx, outcome.metadata, outcome.snapshot, warn);
+        const encodeMs = performance.now() - encodeStart;
+        const files = mode === 'overwrite' ? overwriteFiles(ctx, written.dataFiles) : appendFiles(ctx, written.dataFiles);
         return {
-          table: identString(ctx.ident),
-          created: outcome.created,
-          mode,
-          snapshotId: outcome.snapshot['snapshot-id'],
-          deltaVersion,
-          deltaCommitted,
-          files: written.dataFiles.length,
-          rows: written.rows,
-          bytes: written.bytes,
-          warnings,
-          schemaChanges: plan.schemaChanges,
-          timings: { encodeMs, icebergCommitMs, deltaCommitMs, checkpointMs },
-          ...(outcome.txn ? { txn: outcome.txn } : {}),
+          files: written.files,
+          actions: [updateSchema(ctx, plan, opts), files],
+          ...(plan.newTable ? { create: plan.newTable } : {}),
+          done: (c) => ({
+            table: identString(ctx.ident),
+            created: c.created,
+            mode,
+            snapshotId: c.snapshot!['snapshot-id'],
+            deltaVersion: c.deltaVersion,
+            deltaCommitted: c.deltaCommitted,
+            files: written.dataFiles.length,
+            rows: written.rows,
+            bytes: written.bytes,
+            warnings,
+            schemaChanges: plan.schemaChanges,
+            timings: { encodeMs, ...c.timings },
+            ...(c.txn ? { txn: c.txn } : {}),
+          }),
         };
-      } catch (e) {
-        await discardUncommitted(ctx.io, written.files);
-        throw e;
-      }
-    }
+      },
+    });
   } finally {
     await prepared.dispose();
   }
@@ -183,15 +168,6 @@ export function nothingWritten(
   };
 }
 
-export async function tryLoad(ctx: TableContext): Promise<LoadTableResult | undefined> {
-  try {
-    return await ctx.catalog.loadTable(ctx.ident);
-  } catch (e) {
-    if (isTwinlakeError(e, 'not-found')) return undefined;
-    throw e;
-  }
-}
-
 /**
  * Delta reads an empty partition string back as null (PROTOCOL.md §Partition Value
  * Serialization), so Iceberg and Delta would disagree on those rows: refuse them before commit.
@@ -214,8 +190,8 @@ export async function createTable(ctx: TableContext, schema: StructType, opts: O
   const formats = parseFormats(opts.formats ?? ['iceberg', 'delta']);
   if (!formats.includes('iceberg')) throw unsupported(`create ${identString(ctx.ident)}: an empty Delta-only table is created by its first write`);
   const plan = planSchema(ctx, undefined, schema, opts);
-  await ensureNamespace(ctx.catalog, ctx.ident.namespace);
-  const created = await ctx.catalog.createTable(ctx.ident, plan.newTable!);
+  // Exclusive: a table that exists is an error, as the catalog's createTable says.
+  const created = committedOrThrow(await new Transaction(ctx, [], { create: plan.newTable!, exclusive: true }).commit());
   if (formats.includes('delta')) await commitDelta(ctx, created.metadata, ctx.warn);
   return created.metadata;
 }
