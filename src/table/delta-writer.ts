@@ -1,4 +1,4 @@
-import { invalidInput, isTwinlakeError, unsupported } from '../core/errors.ts';
+import { invalidInput, unsupported } from '../core/errors.ts';
 import { newUuid } from '../core/ids.ts';
 import type { Action, AddFile, CommitInfo, Metadata, RemoveFile } from '../format/delta/actions.ts';
 import { fromDeltaSchema, protocolFor, toDeltaSchema } from '../format/delta/schema.ts';
@@ -8,7 +8,6 @@ import type { Schema, StructType } from '../format/iceberg/types.ts';
 import { deltaStats } from '../format/parquet/stats.ts';
 import { encode, inferOrExplain, type EncodedFiles } from './batch.ts';
 import { writeDeltaCheckpointIfDue } from './delta-checkpoint.ts';
-import { readDeltaSnapshot, writeDeltaCommit } from './delta-log.ts';
 import { deltaPath } from '../format/delta/replay.ts';
 import { isBlank } from './input-diagnostics.ts';
 import { splitExcluded } from './exclude-columns.ts';
@@ -22,6 +21,7 @@ import { ENGINE_INFO } from './version.ts';
 import { nothingWritten, type WriteOptions, type WriteResult } from './writer.ts';
 import { CommitRetry, commitRetryPolicy } from './commit-retry.ts';
 import { checkTxn, deltaTxn, latestDeltaTxn, txnOutcome, type TxnResult } from './write-txn.ts';
+import { DeltaTransaction, loadDeltaSnapshot, type DeltaTableAction } from './transaction.ts';
 
 /**
  * Writes to a Delta-only table (`formats: [delta]`), where the Delta log is the truth
@@ -38,17 +38,15 @@ export async function writeDeltaOnly(ctx: TableContext, location: string, input:
   const { warnings, warn } = warningLog(ctx);
   const txn = opts.txn ? checkTxn(opts.txn, 'txn') : undefined;
   const prepared = await prepareInput(input, (await ctx.session()).settings.tempDir);
-  const { store, key } = ctx.io.storeAt(location);
   try {
     const session = await ctx.session();
     if (await isBlank(prepared)) throw invalidInput(`${prepared.displayName}: no records; nothing was written`);
-    let base = await latest(ctx, location);
-    const holds = (b: DeltaSnapshot | undefined) => (txn && b ? txnOutcome(txn, latestDeltaTxn(b.txns, txn.appId)) : undefined);
-    const done = holds(base);
+    let base = await loadDeltaSnapshot(ctx, location);
+    const done = txn && base ? txnOutcome(txn, latestDeltaTxn(base.txns, txn.appId)) : undefined;
     if (done?.status === 'already-committed') return alreadyCommitted(ctx, base!, mode, done, warnings);
-    let incoming = opts.schema ?? splitExcluded(await inferOrExplain(session, prepared, base && deltaTableSchema(base).schema), opts.excludeColumns, 'write').kept;
-    const created = base === undefined;
-    const retry = new CommitRetry(commitRetryPolicy(base?.metadata.configuration ?? opts.properties ?? {}), `delta: write to ${identString(ctx.ident)}`);
+    const incoming = opts.schema ?? splitExcluded(await inferOrExplain(session, prepared, base && deltaTableSchema(base).schema), opts.excludeColumns, 'write').kept;
+    const what = `delta: write to ${identString(ctx.ident)}`;
+    const retry = new CommitRetry(commitRetryPolicy(base?.metadata.configuration ?? opts.properties ?? {}), what);
 
     for (;;) {
       const plan = planDeltaSchema(base, incoming, opts);
@@ -56,53 +54,43 @@ export async function writeDeltaOnly(ctx: TableContext, location: string, input:
       const written = await encode(ctx, { ...plan, location, spec: { 'spec-id': 0, fields: [] } }, prepared, incoming);
       const encodeMs = performance.now() - encodeStart;
       const commitStart = performance.now();
-      let encodeAgain = false;
-      try {
-        for (let attempt = 0; ; attempt++) {
-          if (attempt > 0) {
-            await retry.lost(`version ${base ? base.version + 1 : 0} was taken by a concurrent writer`);
-            base = await latest(ctx, location);
-            const again = holds(base);
-            if (again?.status === 'already-committed') {
-              await discardUncommitted(ctx.io, written.files);
-              return alreadyCommitted(ctx, base!, mode, again, warnings);
-            }
-            if (!sameIds(plan.schema, planDeltaSchema(base, incoming, opts).schema)) {
-              encodeAgain = true; // a concurrent writer changed the columns: encode again
-              break;
-            }
-          }
-          if (base) retry.use(commitRetryPolicy(base.metadata.configuration));
-          const version = base ? base.version + 1 : 0;
-          const nowMs = Math.max(ctx.clock.nowMs(), (base?.timestampMs ?? 0) + 1);
-          const actions = commitActions(base, plan, written, mode, nowMs, location, txn);
-          if (await guardCommit(written.files, () => writeDeltaCommit(store, key, version, actions), (won) => won)) {
-            const icebergCommitMs = 0;
-            const deltaCommitMs = performance.now() - commitStart;
-            const checkpointStart = performance.now();
-            await writeDeltaCheckpointIfDue(ctx, location, [version], intProp(plan.configuration, Props.deltaCheckpointInterval, 10), warn);
-            return {
-              table: identString(ctx.ident),
-              created,
-              mode,
-              snapshotId: undefined,
-              deltaVersion: version,
-              deltaCommitted: true,
-              files: written.dataFiles.length,
-              rows: written.rows,
-              bytes: written.bytes,
-              warnings,
-              schemaChanges: plan.changes,
-              timings: { encodeMs, icebergCommitMs, deltaCommitMs, checkpointMs: performance.now() - checkpointStart },
-              ...(txn ? { txn: txnOutcome(txn, latestDeltaTxn(base?.txns, txn.appId)) } : {}),
-            };
-          }
-        }
-      } catch (e) {
+      const files: DeltaTableAction = {
+        async apply({ snapshot, nowMs }) {
+          // A concurrent writer changed the columns: encode again.
+          if (snapshot && !sameIds(plan.schema, planDeltaSchema(snapshot, incoming, opts).schema)) return { status: 'rerun', why: `a concurrent commit changed the columns of ${identString(ctx.ident)}` };
+          return { status: 'apply', actions: commitActions(snapshot, plan, written, mode, nowMs, location, txn) };
+        },
+      };
+      const transaction = new DeltaTransaction(ctx, location, [files], { what, retry, create: true, ...(txn ? { txn } : {}) });
+      const outcome = await guardCommit(written.files, () => transaction.commit(base), (o) => o.status === 'committed').catch(async (e: unknown) => {
         await discardUncommitted(ctx.io, written.files);
         throw e;
+      });
+      if (outcome.status !== 'committed') await discardUncommitted(ctx.io, written.files);
+      if (outcome.status === 'conflict') throw outcome.error;
+      if (outcome.status === 'already-committed') return alreadyCommitted(ctx, outcome.base, mode, outcome.txn, warnings);
+      if (outcome.status === 'rerun') {
+        base = outcome.base;
+        continue;
       }
-      if (encodeAgain) await discardUncommitted(ctx.io, written.files);
+      const deltaCommitMs = performance.now() - commitStart;
+      const checkpointStart = performance.now();
+      await writeDeltaCheckpointIfDue(ctx, location, [outcome.version], intProp(plan.configuration, Props.deltaCheckpointInterval, 10), warn);
+      return {
+        table: identString(ctx.ident),
+        created: outcome.created,
+        mode,
+        snapshotId: undefined,
+        deltaVersion: outcome.version,
+        deltaCommitted: true,
+        files: written.dataFiles.length,
+        rows: written.rows,
+        bytes: written.bytes,
+        warnings,
+        schemaChanges: plan.changes,
+        timings: { encodeMs, icebergCommitMs: 0, deltaCommitMs, checkpointMs: performance.now() - checkpointStart },
+        ...(outcome.txn ? { txn: outcome.txn } : {}),
+      };
     }
   } finally {
     await prepared.dispose();
@@ -112,16 +100,6 @@ export async function writeDeltaOnly(ctx: TableContext, location: string, input:
 /** A write whose batch the Delta-only table already holds: nothing written (see WriteTxn). */
 function alreadyCommitted(ctx: TableContext, base: DeltaSnapshot, mode: WriteResult['mode'], txn: TxnResult, warnings: string[]): WriteResult {
   return nothingWritten(ctx, mode, txn, warnings, { deltaVersion: base.version, deltaCommitted: true });
-}
-
-async function latest(ctx: TableContext, location: string): Promise<DeltaSnapshot | undefined> {
-  const { store, key } = ctx.io.storeAt(location);
-  try {
-    return await readDeltaSnapshot(store, key, {});
-  } catch (e) {
-    if (isTwinlakeError(e, 'not-found')) return undefined;
-    throw e;
-  }
 }
 
 interface DeltaSchemaPlan {
