@@ -43,8 +43,8 @@ export interface WriteJob<R> {
   warn: (m: string) => void;
   /** Writes the files on `loaded` (undefined: no table yet), or says the write is done without a commit. */
   prepare(loaded: LoadTableResult | undefined): Promise<PreparedWrite<R> | { result: R }>;
-  /** The result when the table already holds the write's batch (`txn`). */
-  alreadyCommitted(loaded: LoadTableResult, txn: TxnResult): R;
+  /** With `txn`: the result when the table already holds the batch. */
+  alreadyCommitted?(loaded: LoadTableResult, txn: TxnResult): R;
 }
 
 export async function commitWrite<R>(ctx: TableContext, job: WriteJob<R>): Promise<R> {
@@ -52,7 +52,7 @@ export async function commitWrite<R>(ctx: TableContext, job: WriteJob<R>): Promi
   if (loaded) await repairDelta(ctx, loaded.metadata, job.warn);
   // A batch the table already holds is not even prepared; every attempt checks again (a racing writer).
   const done = job.txn && loaded && txnOutcome(job.txn, latestIcebergTxn(loaded.metadata, job.txn.appId));
-  if (done?.status === 'already-committed') return job.alreadyCommitted(loaded!, done);
+  if (done?.status === 'already-committed') return job.alreadyCommitted!(loaded!, done);
   const retry = new CommitRetry(commitRetryPolicy(loaded?.metadata.properties ?? job.properties ?? {}), job.what);
   for (;;) {
     const prepared = await job.prepare(loaded);
@@ -68,7 +68,7 @@ export async function commitWrite<R>(ctx: TableContext, job: WriteJob<R>): Promi
     if (outcome.status === 'conflict') throw outcome.error;
     if (outcome.status === 'already-committed') {
       await repairDelta(ctx, outcome.base.metadata, job.warn); // the winner may have stopped before its Delta commit
-      return job.alreadyCommitted(outcome.base, outcome.txn);
+      return job.alreadyCommitted!(outcome.base, outcome.txn);
     }
     if (outcome.status === 'rerun') {
       loaded = outcome.base;

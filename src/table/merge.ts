@@ -25,7 +25,7 @@ import { operationSummary } from './delta-projection.ts';
 import { planSchema, type SchemaPlan } from './schema-plan.ts';
 import { splitExcluded } from './exclude-columns.ts';
 import { assignPhysicalNames } from './physical-names.ts';
-import { alreadyCommitted, type WriteOptions, type WriteResult } from './writer.ts';
+import { alreadyCommitted, committedResult, type WriteOptions, type WriteResult } from './writer.ts';
 import { rowDelta, updateSchema } from './table-actions.ts';
 import { checkTxn, type TxnResult } from './write-txn.ts';
 import type { LoadTableResult } from '../catalog/catalog.ts';
@@ -179,9 +179,6 @@ export async function deleteRows(ctx: TableContext, where: string, opts: DeleteO
       what: `delete ${identString(ctx.ident)}`,
       mustExist: true,
       warn: log.warn,
-      alreadyCommitted: () => {
-        throw new Error('delete: carries no batch identity');
-      },
       async prepare(loaded) {
         const metadata = loaded!.metadata;
         const strategy = rowChangeStrategy(metadata, 'delete', opts.strategy);
@@ -292,25 +289,13 @@ async function rewrite(
     actions: [updateSchema(ctx, plan, opts), delta],
     ...(plan.newTable ? { create: plan.newTable } : {}),
     done: (c) => ({
-      table: identString(ctx.ident),
-      created: c.created,
-      mode: what.displayName,
-      snapshotId: c.snapshot!['snapshot-id'],
-      deltaVersion: c.deltaVersion,
-      deltaCommitted: c.deltaCommitted,
-      files: written.dataFiles.length,
-      rows: written.rows,
-      bytes: written.bytes,
-      warnings: log.warnings,
-      schemaChanges: plan.schemaChanges,
-      timings: { encodeMs: 0, ...c.timings },
+      ...committedResult(ctx, c, what.displayName, written, log.warnings, plan.schemaChanges, 0),
       rewrittenFiles: cow ? touched.length : 0,
       rewrittenBytes: cow ? touched.reduce((a, f) => a + f['file-size-in-bytes'], 0) : 0,
       strategy: what.strategy,
       deleteFiles: deletes.deletes.length,
       deleteBytes: deletes.bytes,
       ...counts,
-      ...(c.txn ? { txn: c.txn } : {}),
     }),
   };
 }

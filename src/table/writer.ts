@@ -4,7 +4,7 @@ import { indexById, type SchemaChange } from '../format/iceberg/schema.ts';
 import { currentSchema, currentSnapshot } from '../format/iceberg/table-metadata.ts';
 import type { StructType, TableMetadata } from '../format/iceberg/types.ts';
 import { encode, inferOrExplain, type EncodedFiles } from './batch.ts';
-import { commitWrite } from './commit.ts';
+import { commitWrite, type CommittedWrite } from './commit.ts';
 import { committedOrThrow, Transaction } from './transaction.ts';
 import { commitDelta } from './delta-sync.ts';
 import { deltaVersionOf } from './delta-projection.ts';
@@ -110,27 +110,40 @@ export async function writeTable(ctx: TableContext, input: WriteInput, opts: Wri
           files: written.files,
           actions: [updateSchema(ctx, plan, opts), files],
           ...(plan.newTable ? { create: plan.newTable } : {}),
-          done: (c) => ({
-            table: identString(ctx.ident),
-            created: c.created,
-            mode,
-            snapshotId: c.snapshot!['snapshot-id'],
-            deltaVersion: c.deltaVersion,
-            deltaCommitted: c.deltaCommitted,
-            files: written.dataFiles.length,
-            rows: written.rows,
-            bytes: written.bytes,
-            warnings,
-            schemaChanges: plan.schemaChanges,
-            timings: { encodeMs, ...c.timings },
-            ...(c.txn ? { txn: c.txn } : {}),
-          }),
+          done: (c) => committedResult(ctx, c, mode, written, warnings, plan.schemaChanges, encodeMs),
         };
       },
     });
   } finally {
     await prepared.dispose();
   }
+}
+
+/** The result of a write whose files `written` were committed (`c`), with Delta's part. */
+export function committedResult(
+  ctx: TableContext,
+  c: CommittedWrite,
+  mode: WriteResult['mode'],
+  written: EncodedFiles,
+  warnings: string[],
+  schemaChanges: SchemaChange[],
+  encodeMs: number,
+): WriteResult {
+  return {
+    table: identString(ctx.ident),
+    created: c.created,
+    mode,
+    snapshotId: c.snapshot!['snapshot-id'],
+    deltaVersion: c.deltaVersion,
+    deltaCommitted: c.deltaCommitted,
+    files: written.dataFiles.length,
+    rows: written.rows,
+    bytes: written.bytes,
+    warnings,
+    schemaChanges,
+    timings: { encodeMs, ...c.timings },
+    ...(c.txn ? { txn: c.txn } : {}),
+  };
 }
 
 /**

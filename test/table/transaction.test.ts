@@ -9,6 +9,7 @@ import type { Table } from '../../src/index.ts';
 import { commitPath, parseCommit } from '../../src/format/delta/actions.ts';
 import { currentSchema, currentSnapshot } from '../../src/format/iceberg/table-metadata.ts';
 import type { DataFile, StructType, TableMetadata } from '../../src/format/iceberg/types.ts';
+import { alterTable } from '../../src/table/alter.ts';
 import { encodeFrom } from '../../src/table/batch.ts';
 import { finishDelta } from '../../src/table/delta-sync.ts';
 import { liveFiles } from '../../src/table/iceberg-scan.ts';
@@ -28,7 +29,7 @@ import {
 } from '../../src/table/table-actions.ts';
 import type { TableContext } from '../../src/table/table-context.ts';
 import { DeltaTransaction, loadDeltaSnapshot, Transaction, type TableAction } from '../../src/table/transaction.ts';
-import { listFiles } from '../helpers.ts';
+import { errorOf, listFiles } from '../helpers.ts';
 import { lakehouseFixture } from '../lakehouse-fixture.ts';
 
 /**
@@ -319,6 +320,29 @@ describe('a transaction', () => {
     const fresh = currentSnapshot((await load('tx.raw')).metadata)!['snapshot-id'];
     expect((await new Transaction(ctx, [raw(fresh)]).commit()).status).toBe('committed');
     expect((await load('tx.raw')).metadata.properties['client.says']).toBe('hello');
+  });
+
+  it('alter commits through it too, honouring commit.retry.num-retries', async () => {
+    // A property Delta mirrors is committed with a snapshot, which a concurrent append makes lose.
+    const t = fx.lake.table('tx.alter');
+    await t.append([{ id: 1 }], { properties: { 'commit.retry.num-retries': '0' } });
+    const rival = fx.lake.table('tx.alter');
+    const catalog = contended(fx.lake.catalog, async () => void (await rival.append([{ id: 100 }])), 1);
+    const e = await errorOf(alterTable(contextOf('tx.alter', catalog), { set: { 'delta.checkpointInterval': '5' } }));
+    expect(e.kind).toBe('commit-conflict');
+    expect(e.message).toMatch(/^alter tx\.alter: gave up after 0 retries \(commit\.retry\.num-retries\) lost to concurrent commits; last: iceberg commit: requirement assert-ref-snapshot-id failed/);
+    expect(catalog.commits).toBe(1);
+    expect((await load('tx.alter')).metadata.properties['delta.checkpointInterval']).toBeUndefined();
+    // With a retry left, the lost attempt is applied again on the rival's metadata.
+    await t.alter({ set: { 'commit.retry.num-retries': '1' } });
+    const again = contended(fx.lake.catalog, async () => void (await rival.append([{ id: 101 }])), 1);
+    const r = await alterTable(contextOf('tx.alter', again), { set: { 'delta.checkpointInterval': '5' } });
+    expect(r.changed).toEqual(['delta.checkpointInterval']);
+    expect(again.commits).toBe(2);
+    const { metadata } = await load('tx.alter');
+    expect(metadata.properties['delta.checkpointInterval']).toBe('5');
+    expect(currentSnapshot(metadata)!['snapshot-id']).toBe(r.snapshotId);
+    await expectBothEqual(t, [1, 100, 101]);
   });
 
   it('commits a Delta-only table through the same loop: a taken version is retried on the next', async () => {
