@@ -12,16 +12,15 @@ import { deltaPath } from '../format/delta/replay.ts';
 import { isBlank } from './input-diagnostics.ts';
 import { splitExcluded } from './exclude-columns.ts';
 import { prepareInput, type WriteInput } from './input.ts';
-import { discardUncommitted, guardCommit } from './interrupt.ts';
 import { assignPhysicalNames } from './physical-names.ts';
 import type { TableContext } from './table-context.ts';
 import { identString, warningLog } from './table-context.ts';
 import { boolProp, DEFAULT_TARGET_FILE_SIZE, intProp, Props } from './table-properties.ts';
 import { ENGINE_INFO } from './version.ts';
-import { nothingWritten, type WriteOptions, type WriteResult } from './writer.ts';
-import { CommitRetry, commitRetryPolicy } from './commit-retry.ts';
-import { checkTxn, deltaTxn, latestDeltaTxn, txnOutcome, type TxnResult } from './write-txn.ts';
-import { DeltaTransaction, loadDeltaSnapshot, type DeltaTableAction } from './transaction.ts';
+import { committedResult, nothingWritten, type WriteOptions, type WriteResult } from './writer.ts';
+import { commitWrite, type PreparedWrite, type WriteTarget } from './commit.ts';
+import { checkTxn, deltaTxn, latestDeltaTxn, type TxnResult } from './write-txn.ts';
+import { DeltaTransaction, loadDeltaSnapshot, type DeltaCommitted, type DeltaTableAction } from './transaction.ts';
 
 /**
  * Writes to a Delta-only table (`formats: [delta]`), where the Delta log is the truth
@@ -41,60 +40,48 @@ export async function writeDeltaOnly(ctx: TableContext, location: string, input:
   try {
     const session = await ctx.session();
     if (await isBlank(prepared)) throw invalidInput(`${prepared.displayName}: no records; nothing was written`);
-    let base = await loadDeltaSnapshot(ctx, location);
-    const done = txn && base ? txnOutcome(txn, latestDeltaTxn(base.txns, txn.appId)) : undefined;
-    if (done?.status === 'already-committed') return alreadyCommitted(ctx, base!, mode, done, warnings);
-    const incoming = opts.schema ?? splitExcluded(await inferOrExplain(session, prepared, base && deltaTableSchema(base).schema), opts.excludeColumns, 'write').kept;
-    const what = `delta: write to ${identString(ctx.ident)}`;
-    const retry = new CommitRetry(commitRetryPolicy(base?.metadata.configuration ?? opts.properties ?? {}), what);
-
-    for (;;) {
-      const plan = planDeltaSchema(base, incoming, opts);
-      const encodeStart = performance.now();
-      const written = await encode(ctx, { ...plan, location, spec: { 'spec-id': 0, fields: [] } }, prepared, incoming);
-      const encodeMs = performance.now() - encodeStart;
-      const commitStart = performance.now();
-      const files: DeltaTableAction = {
-        async apply({ snapshot, nowMs }) {
-          // A concurrent writer changed the columns: encode again.
-          if (snapshot && !sameIds(plan.schema, planDeltaSchema(snapshot, incoming, opts).schema)) return { status: 'rerun', why: `a concurrent commit changed the columns of ${identString(ctx.ident)}` };
-          return { status: 'apply', actions: commitActions(snapshot, plan, written, mode, nowMs, location, txn) };
-        },
-      };
-      const transaction = new DeltaTransaction(ctx, location, [files], { what, retry, create: true, ...(txn ? { txn } : {}) });
-      const outcome = await guardCommit(written.files, () => transaction.commit(base), (o) => o.status === 'committed').catch(async (e: unknown) => {
-        await discardUncommitted(ctx.io, written.files);
-        throw e;
-      });
-      if (outcome.status !== 'committed') await discardUncommitted(ctx.io, written.files);
-      if (outcome.status === 'conflict') throw outcome.error;
-      if (outcome.status === 'already-committed') return alreadyCommitted(ctx, outcome.base, mode, outcome.txn, warnings);
-      if (outcome.status === 'rerun') {
-        base = outcome.base;
-        continue;
-      }
-      const deltaCommitMs = performance.now() - commitStart;
-      const checkpointStart = performance.now();
-      await writeDeltaCheckpointIfDue(ctx, location, [outcome.version], intProp(plan.configuration, Props.deltaCheckpointInterval, 10), warn);
-      return {
-        table: identString(ctx.ident),
-        created: outcome.created,
-        mode,
-        snapshotId: undefined,
-        deltaVersion: outcome.version,
-        deltaCommitted: true,
-        files: written.dataFiles.length,
-        rows: written.rows,
-        bytes: written.bytes,
-        warnings,
-        schemaChanges: plan.changes,
-        timings: { encodeMs, icebergCommitMs: 0, deltaCommitMs, checkpointMs: performance.now() - checkpointStart },
-        ...(outcome.txn ? { txn: outcome.txn } : {}),
-      };
-    }
+    let incoming: StructType | undefined;
+    return await commitWrite(ctx, deltaLogTable(ctx, location, warn, opts.properties ?? {}), {
+      what: `delta: write to ${identString(ctx.ident)}`,
+      ...(txn ? { txn } : {}),
+      properties: opts.properties ?? {},
+      alreadyCommitted: (base, found) => alreadyCommitted(ctx, base, mode, found, warnings),
+      async prepare(base): Promise<PreparedWrite<DeltaTableAction, WriteResult>> {
+        const batch = (incoming ??= opts.schema ?? splitExcluded(await inferOrExplain(session, prepared, base && deltaTableSchema(base).schema), opts.excludeColumns, 'write').kept);
+        const plan = planDeltaSchema(base, batch, opts);
+        const encodeStart = performance.now();
+        const written = await encode(ctx, { ...plan, location, spec: { 'spec-id': 0, fields: [] } }, prepared, batch);
+        const encodeMs = performance.now() - encodeStart;
+        const files: DeltaTableAction = {
+          async apply({ snapshot, nowMs }) {
+            // A concurrent writer changed the columns: encode again.
+            if (snapshot && !sameIds(plan.schema, planDeltaSchema(snapshot, batch, opts).schema)) return { status: 'rerun', why: `a concurrent commit changed the columns of ${identString(ctx.ident)}` };
+            return { status: 'apply', actions: commitActions(snapshot, plan, written, mode, nowMs, location, txn) };
+          },
+        };
+        return { files: written.files, actions: [files], done: (c) => committedResult(ctx, c, mode, written, warnings, plan.changes, encodeMs) };
+      },
+    });
   } finally {
     await prepared.dispose();
   }
+}
+
+/** A Delta-only table's log as where a write commits: version N+1 create-only, then a checkpoint when due. */
+function deltaLogTable(ctx: TableContext, location: string, warn: (m: string) => void, properties: Record<string, string>): WriteTarget<DeltaSnapshot, DeltaTableAction, DeltaCommitted> {
+  return {
+    load: () => loadDeltaSnapshot(ctx, location),
+    repair: async () => undefined,
+    latestTxn: (base, appId) => latestDeltaTxn(base.txns, appId),
+    properties: (base) => base?.metadata.configuration,
+    commit: (actions, base, o) => new DeltaTransaction(ctx, location, actions, { ...o, create: true, properties }).commit(base),
+    async follow(c, deltaCommitMs) {
+      const checkpointStart = performance.now();
+      await writeDeltaCheckpointIfDue(ctx, location, [c.version], intProp(c.base?.metadata.configuration ?? properties, Props.deltaCheckpointInterval, 10), warn);
+      const timings = { icebergCommitMs: 0, deltaCommitMs, checkpointMs: performance.now() - checkpointStart };
+      return { created: c.created, ...(c.txn ? { txn: c.txn } : {}), deltaVersion: c.version, deltaCommitted: true, timings };
+    },
+  };
 }
 
 /** A write whose batch the Delta-only table already holds: nothing written (see WriteTxn). */

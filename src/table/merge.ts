@@ -20,7 +20,8 @@ import { identString, warningLog, type WarningLog } from './table-context.ts';
 import { checkStrategy, rowChangeStrategy, type RowChangeStrategy } from './table-properties.ts';
 import { existingDeletes, loadDeletedPositions, writeRowDeletes, type ExistingDeletes, type WrittenDeletes } from './row-deletes.ts';
 import { RoaringBitmap64 } from '../format/roaring.ts';
-import { commitWrite, type PreparedWrite } from './commit.ts';
+import { catalogTable, commitWrite, type PreparedWrite } from './commit.ts';
+import type { TableAction } from './transaction.ts';
 import { operationSummary } from './delta-projection.ts';
 import { planSchema, type SchemaPlan } from './schema-plan.ts';
 import { splitExcluded } from './exclude-columns.ts';
@@ -107,13 +108,12 @@ export async function mergeTable(ctx: TableContext, input: WriteInput, opts: Mer
   try {
     if (await isBlank(prepared)) throw invalidInput(`${prepared.displayName}: no records; nothing was merged`);
     let input: { inferred: StructType; split: ReturnType<typeof splitExcluded>; incoming: StructType } | undefined;
-    return await commitWrite<MergeResult>(ctx, {
+    return await commitWrite(ctx, catalogTable(ctx, log.warn), {
       what: `merge ${identString(ctx.ident)}`,
       ...(opts.txn ? { txn: checkTxn(opts.txn, 'txn') } : {}),
       properties: opts.properties ?? {},
-      warn: log.warn,
       alreadyCommitted: (loaded, txn) => alreadyMerged(ctx, loaded, txn, log, strategyFor(loaded)),
-      async prepare(loaded) {
+      async prepare(loaded): Promise<PreparedWrite<TableAction, MergeResult>> {
         if (!input) {
           const inferred = opts.schema && !opts.excludeColumns?.length ? opts.schema : await inferOrExplain(session, prepared, loaded && currentSchema(loaded.metadata));
           // Excluded columns steer the merge (deleteWhen, orderBy) but are not stored in the table.
@@ -175,11 +175,9 @@ export async function deleteRows(ctx: TableContext, where: string, opts: DeleteO
   const log = warningLog(ctx);
   const t = scratchTables();
   try {
-    return await commitWrite<MergeResult>(ctx, {
+    return await commitWrite(ctx, catalogTable(ctx, log.warn, { mustExist: true }), {
       what: `delete ${identString(ctx.ident)}`,
-      mustExist: true,
-      warn: log.warn,
-      async prepare(loaded) {
+      async prepare(loaded): Promise<PreparedWrite<TableAction, MergeResult> | { result: MergeResult }> {
         const metadata = loaded!.metadata;
         const strategy = rowChangeStrategy(metadata, 'delete', opts.strategy);
         const schema = currentSchema(metadata);
@@ -252,7 +250,7 @@ async function rewrite(
   opts: WriteOptions,
   log: WarningLog,
   counts: { inserted: number; updated: number; deleted: number },
-): Promise<PreparedWrite<MergeResult>> {
+): Promise<PreparedWrite<TableAction, MergeResult>> {
   const { touched } = change;
   const written: EncodedFiles =
     change.sql !== undefined

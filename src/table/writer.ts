@@ -4,8 +4,8 @@ import { indexById, type SchemaChange } from '../format/iceberg/schema.ts';
 import { currentSchema, currentSnapshot } from '../format/iceberg/table-metadata.ts';
 import type { StructType, TableMetadata } from '../format/iceberg/types.ts';
 import { encode, inferOrExplain, type EncodedFiles } from './batch.ts';
-import { commitWrite, type CommittedWrite } from './commit.ts';
-import { committedOrThrow, Transaction } from './transaction.ts';
+import { catalogTable, commitWrite, type CommittedWrite, type PreparedWrite } from './commit.ts';
+import { committedOrThrow, Transaction, type TableAction } from './transaction.ts';
 import { commitDelta } from './delta-sync.ts';
 import { deltaVersionOf } from './delta-projection.ts';
 import { checkTxn, type TxnResult, type WriteTxn } from './write-txn.ts';
@@ -90,13 +90,12 @@ export async function writeTable(ctx: TableContext, input: WriteInput, opts: Wri
     const session = await ctx.session();
     if (await isBlank(prepared)) throw invalidInput(`${prepared.displayName}: no records; nothing was written`);
     let incoming: StructType | undefined;
-    return await commitWrite<WriteResult>(ctx, {
+    return await commitWrite(ctx, catalogTable(ctx, warn), {
       what: `write ${identString(ctx.ident)}`,
       ...(opts.txn ? { txn: checkTxn(opts.txn, 'txn') } : {}),
       properties: opts.properties ?? {},
-      warn,
       alreadyCommitted: (loaded, txn) => alreadyCommitted(ctx, loaded, mode, txn, warnings),
-      async prepare(loaded) {
+      async prepare(loaded): Promise<PreparedWrite<TableAction, WriteResult>> {
         incoming ??= opts.schema ?? splitExcluded(await inferOrExplain(session, prepared, loaded && currentSchema(loaded.metadata)), opts.excludeColumns, 'write').kept;
         const plan = planSchema(ctx, loaded?.metadata, incoming, opts);
         const encodeStart = performance.now();
@@ -133,7 +132,7 @@ export function committedResult(
     table: identString(ctx.ident),
     created: c.created,
     mode,
-    snapshotId: c.snapshot!['snapshot-id'],
+    snapshotId: c.snapshotId,
     deltaVersion: c.deltaVersion,
     deltaCommitted: c.deltaCommitted,
     files: written.dataFiles.length,
