@@ -365,4 +365,25 @@ describe('a transaction', () => {
     expect(ids(await t.read({ format: 'delta' }))).toEqual([1, 2]);
     expect((await loadDeltaSnapshot(ctx, location))!.metadata.configuration['team.owner']).toBe('v2');
   });
+
+  it('a Delta-only table’s commit.retry.num-retries=0 makes a taken version a conflict', async () => {
+    const t = fx.lake.table('tx.deltalimit');
+    await t.append([{ id: 1 }], { formats: ['delta'], properties: { 'commit.retry.num-retries': '0' } });
+    const location = joinUri(fx.lake.warehouse, 'tx', 'deltalimit');
+    let attempts = 0;
+    const outcome = await new DeltaTransaction(contextOf('tx.deltalimit'), location, [
+      {
+        async apply({ nowMs }) {
+          if (attempts++ === 0) await t.append([{ id: 2 }]);
+          return { status: 'apply', actions: [{ commitInfo: { timestamp: nowMs, operation: 'WRITE', operationParameters: {} } }] };
+        },
+      },
+    ], { what: 'delta: write to tx.deltalimit' }).commit();
+    expect(outcome.status).toBe('conflict');
+    expect(attempts).toBe(1);
+    expect(outcome.status === 'conflict' && outcome.error.message).toBe(
+      'delta: write to tx.deltalimit: gave up after 0 retries (commit.retry.num-retries) lost to concurrent commits; last: version 1 was taken by a concurrent writer',
+    );
+    expect(ids(await t.read({ format: 'delta' }))).toEqual([1, 2]);
+  });
 });
