@@ -105,8 +105,8 @@ export async function registerTable(ctx: TableContext, metadataFile: string): Pr
       });
       if (outcome.status !== 'committed') {
         await ctx.io.deleteQuietly(deletes?.written.files ?? []);
-        // A snapshot committed since the table was loaded: start Delta from it instead.
         if (outcome.status === 'conflict' && snapshot) throw outcome.error;
+        // Without a snapshot the commit requires there still is none: once one is committed, Delta starts from it.
         if (outcome.status === 'conflict') await retry.lost(outcome.error.message);
         loaded = outcome.status === 'conflict' ? await ctx.catalog.loadTable(ctx.ident) : outcome.base;
         continue;
