@@ -10,7 +10,7 @@ import type { TableMetadata } from '../format/iceberg/types.ts';
 import type { TableUpdate } from '../format/iceberg/updates.ts';
 import { commitChange } from './commit.ts';
 import { readDeltaSnapshot, writeDeltaCommit } from './delta-log.ts';
-import { DELTA_START_KEY, operationSummary } from './delta-projection.ts';
+import { DELTA_START_KEY, operationSummary } from '../format/dual/summary-keys.ts';
 import { commitDelta, finishDelta, repairDelta } from './delta-sync.ts';
 import { liveFiles } from './iceberg-scan.ts';
 import { checkDeltaPartitioning, planSchema } from './schema-plan.ts';
@@ -25,8 +25,8 @@ import {
   reservedPropertyReason,
   tableFormats,
   type TableFormat,
-} from './table-properties.ts';
-import { ENGINE_INFO } from './version.ts';
+} from '../format/dual/table-properties.ts';
+import { ENGINE_INFO } from '../format/dual/version.ts';
 
 export interface AlterOptions {
   /** Properties to set, checked like at creation (e.g. `write.merge.mode`). */

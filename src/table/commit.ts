@@ -4,15 +4,16 @@ import { ensureNamespace, type LoadTableResult } from '../catalog/catalog.ts';
 import { currentSchema, currentSnapshot } from '../format/iceberg/table-metadata.ts';
 import type { TableMetadata } from '../format/iceberg/types.ts';
 import { applyUpdates } from '../format/iceberg/updates.ts';
-import { DELTA_DV_KEY, DELTA_START_KEY, DELTA_VERSION_KEY, deletionVectorsOn, nextDeltaVersionAfter } from './delta-projection.ts';
+import { nextDeltaVersionAfter } from './delta-projection.ts';
+import { DELTA_DV_KEY, DELTA_START_KEY, DELTA_VERSION_KEY, deletionVectorsOn } from '../format/dual/summary-keys.ts';
 import { rebasePlan, type SchemaPlan } from './schema-plan.ts';
 import { SnapshotProducer, type SnapshotChange } from './snapshot-producer.ts';
 import type { TableContext } from './table-context.ts';
 import { identString } from './table-context.ts';
-import { tableFormats } from './table-properties.ts';
+import { tableFormats } from '../format/dual/table-properties.ts';
 import { CommitRetry, commitRetryPolicy } from './commit-retry.ts';
-import { checkTxn, latestIcebergTxn, txnOutcome, txnSummary, type TxnResult } from './write-txn.ts';
-import { TWINLAKE_VERSION } from './version.ts';
+import { checkTxn, latestIcebergTxn, txnOutcome, txnSummary, type TxnResult } from '../format/dual/write-txn.ts';
+import { TWINLAKE_VERSION } from '../format/dual/version.ts';
 import type { WriteOptions } from './writer.ts';
 
 /**

@@ -14,14 +14,14 @@ import { isBlank } from './input-diagnostics.ts';
 import { splitExcluded } from './exclude-columns.ts';
 import { prepareInput, type WriteInput } from './input.ts';
 import { discardUncommitted, guardCommit } from './interrupt.ts';
-import { assignPhysicalNames } from './physical-names.ts';
+import { assignPhysicalNames } from '../format/dual/physical-names.ts';
 import type { TableContext } from './table-context.ts';
 import { identString, warningLog } from './table-context.ts';
-import { boolProp, DEFAULT_TARGET_FILE_SIZE, intProp, Props } from './table-properties.ts';
-import { ENGINE_INFO } from './version.ts';
+import { boolProp, DEFAULT_TARGET_FILE_SIZE, intProp, Props } from '../format/dual/table-properties.ts';
+import { ENGINE_INFO } from '../format/dual/version.ts';
 import { nothingWritten, type WriteOptions, type WriteResult } from './writer.ts';
 import { CommitRetry, commitRetryPolicy } from './commit-retry.ts';
-import { checkTxn, deltaTxn, latestDeltaTxn, txnOutcome, type TxnResult } from './write-txn.ts';
+import { checkTxn, deltaTxn, latestDeltaTxn, txnOutcome, type TxnResult } from '../format/dual/write-txn.ts';
 
 /**
  * Writes to a Delta-only table (`formats: [delta]`), where the Delta log is the truth

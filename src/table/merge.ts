@@ -17,18 +17,18 @@ import { discardUncommitted, forgetUncommitted, guardCommit, stagingFolder, trac
 import { bindFilter, emptyExplain } from './scan-filter.ts';
 import type { TableContext } from './table-context.ts';
 import { identString, warningLog, type WarningLog } from './table-context.ts';
-import { checkStrategy, rowChangeStrategy, type RowChangeStrategy } from './table-properties.ts';
+import { checkStrategy, rowChangeStrategy, type RowChangeStrategy } from '../format/dual/table-properties.ts';
 import { existingDeletes, loadDeletedPositions, writeRowDeletes, type ExistingDeletes, type WrittenDeletes } from './row-deletes.ts';
 import { RoaringBitmap64 } from '../format/roaring.ts';
 import { commitChange, type CommitOutcome } from './commit.ts';
 import { finishDelta, repairDelta } from './delta-sync.ts';
-import { operationSummary } from './delta-projection.ts';
+import { operationSummary } from '../format/dual/summary-keys.ts';
 import { planSchema, type SchemaPlan } from './schema-plan.ts';
 import { splitExcluded } from './exclude-columns.ts';
-import { assignPhysicalNames } from './physical-names.ts';
+import { assignPhysicalNames } from '../format/dual/physical-names.ts';
 import { alreadyCommitted, tryLoad, type WriteOptions, type WriteResult } from './writer.ts';
 import { CommitRetry, commitRetryPolicy } from './commit-retry.ts';
-import { checkTxn, latestIcebergTxn, txnOutcome, type TxnResult } from './write-txn.ts';
+import { checkTxn, latestIcebergTxn, txnOutcome, type TxnResult } from '../format/dual/write-txn.ts';
 import type { LoadTableResult } from '../catalog/catalog.ts';
 
 /**

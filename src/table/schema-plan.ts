@@ -5,7 +5,7 @@ import { assignFreshIds, evolveSchema, indexById, nameMapping, ROW_LINEAGE_FIELD
 import { currentSchema, currentSnapshot, newTableMetadata, specById } from '../format/iceberg/table-metadata.ts';
 import type { PartitionSpec, Schema, StructType, TableMetadata } from '../format/iceberg/types.ts';
 import { applyUpdates, type TableRequirement, type TableUpdate } from '../format/iceberg/updates.ts';
-import { assignPhysicalNames } from './physical-names.ts';
+import { assignPhysicalNames } from '../format/dual/physical-names.ts';
 import type { TableContext } from './table-context.ts';
 import {
   boolProp,
@@ -17,7 +17,7 @@ import {
   rowChangeStrategy,
   tableFormats,
   writePhysicalNames,
-} from './table-properties.ts';
+} from '../format/dual/table-properties.ts';
 import type { WriteOptions } from './writer.ts';
 
 /**

@@ -9,7 +9,7 @@ import { currentSnapshot, isUnpartitioned, specById } from '../format/iceberg/ta
 import type { DataFile, FieldSummary, ManifestEntry, ManifestFile, Operation, PartitionSpec, Schema, Snapshot, TableMetadata } from '../format/iceberg/types.ts';
 import type { TableUpdate } from '../format/iceberg/updates.ts';
 import { avroCodec, readManifestEntries, readManifestList, syncMarker, writeManifest } from './manifest-io.ts';
-import { intProp, Props, boolProp } from './table-properties.ts';
+import { intProp, Props, boolProp } from '../format/dual/table-properties.ts';
 
 /**
  * Builds one Iceberg snapshot on top of a base metadata (spec §Snapshots, §Manifests,

@@ -6,9 +6,9 @@ import type { StructType, TableMetadata } from '../format/iceberg/types.ts';
 import { encode, inferOrExplain, type EncodedFiles } from './batch.ts';
 import { commitChange } from './commit.ts';
 import { commitDelta, finishDelta, repairDelta } from './delta-sync.ts';
-import { deltaVersionOf } from './delta-projection.ts';
+import { deltaVersionOf } from '../format/dual/summary-keys.ts';
 import { CommitRetry, commitRetryPolicy } from './commit-retry.ts';
-import { checkTxn, latestIcebergTxn, txnOutcome, type TxnResult, type WriteTxn } from './write-txn.ts';
+import { checkTxn, latestIcebergTxn, txnOutcome, type TxnResult, type WriteTxn } from '../format/dual/write-txn.ts';
 import { isBlank } from './input-diagnostics.ts';
 import { prepareInput, type WriteInput } from './input.ts';
 import { discardUncommitted, guardCommit } from './interrupt.ts';
@@ -16,7 +16,7 @@ import { planSchema, type SchemaPlan } from './schema-plan.ts';
 import { splitExcluded } from './exclude-columns.ts';
 import type { TableContext } from './table-context.ts';
 import { identString, warningLog } from './table-context.ts';
-import { parseFormats, tableFormats, type TableFormat } from './table-properties.ts';
+import { parseFormats, tableFormats, type TableFormat } from '../format/dual/table-properties.ts';
 
 export type WriteMode = 'append' | 'overwrite';
 
