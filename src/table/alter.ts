@@ -13,7 +13,8 @@ import { readDeltaSnapshot, writeDeltaCommit } from './delta-log.ts';
 import { DELTA_START_KEY, operationSummary } from '../format/dual/summary-keys.ts';
 import { commitDelta, finishDelta, repairDelta } from './delta-sync.ts';
 import { liveFiles } from './iceberg-scan.ts';
-import { checkDeltaPartitioning, planSchema } from './schema-plan.ts';
+import { checkDeltaPartitioning } from '../format/dual/delta-partitioning.ts';
+import { planSchema } from './schema-plan.ts';
 import type { TableContext } from './table-context.ts';
 import { identString, warningLog } from './table-context.ts';
 import {
