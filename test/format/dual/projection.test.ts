@@ -301,6 +301,11 @@ describe.skipIf(!hasTestdata)('projection of tables other engines wrote (skipped
       expect(added.map((a) => decodePath(a.path)).sort()).toEqual(files.map((f) => `data/${f}`).sort());
       expect(records(added)).toBe(fx.expected_rows);
       expect(metaDataOf(actions)!.partitionColumns).toEqual(identity);
+      // Transforms other than identity add no column to Delta (no generated column): the Delta
+      // schema has the Iceberg columns and nothing else.
+      const fields = JSON.parse(metaDataOf(actions)!.schemaString).fields as { name: string; metadata: Record<string, unknown> }[];
+      expect(fields.map((f) => f.name)).toEqual(currentSchema(metadata).fields.map((f) => f.name));
+      expect(fields.every((f) => f.metadata['delta.generationExpression'] === undefined)).toBe(true);
       for (const a of added) {
         const folders = Object.fromEntries(decodePath(a.path).split('/').slice(1, -1).map((s) => s.split('=') as [string, string]));
         const wanted = Object.fromEntries(identity.map((c) => [c, folders[c] === 'null' ? null : folders[c]!]));
