@@ -1,6 +1,9 @@
-import { invalidInput } from '../../core/errors.ts';
+import { invalidInput, unsupported } from '../../core/errors.ts';
+import { toDeltaSchema } from '../delta/schema.ts';
 import { indexById } from '../iceberg/schema.ts';
-import type { DataFile, PartitionSpec, Schema } from '../iceberg/types.ts';
+import { currentSchema, specById } from '../iceberg/table-metadata.ts';
+import type { DataFile, PartitionSpec, Schema, TableMetadata } from '../iceberg/types.ts';
+import { readPhysicalNames } from './table-properties.ts';
 
 /**
  * What Delta's partitioning can hold of an Iceberg partition spec (DESIGN.md §4): the identity
@@ -51,4 +54,31 @@ export function emptyStringPartition(spec: PartitionSpec, schema: Schema, files:
     if (files.some((d) => d.partition[f.name] === '')) return { field: f.name, column: source.path.join('.') };
   }
   return undefined;
+}
+
+/**
+ * Adding Delta projects the current snapshot as Delta version 0 (alter, and register of another
+ * engine's table): what that single version cannot express yet is refused rather than projected
+ * wrongly. `live` is the current snapshot's live files (undefined for a table without
+ * snapshots); `what` starts the messages (`alter ns.t`).
+ */
+export function checkDeltaCanHold(
+  metadata: TableMetadata,
+  live: { data: readonly DataFile[]; deletes: readonly DataFile[] } | undefined,
+  what: string,
+  opts: { physicalNames?: Map<number, string>; rowDeletes?: boolean } = {},
+): void {
+  const schema = currentSchema(metadata);
+  toDeltaSchema(schema, opts.physicalNames ?? readPhysicalNames(metadata)); // types without a Delta twin are refused here
+  const spec = specById(metadata, metadata['default-spec-id']);
+  checkDeltaPartitioning(spec, schema);
+  if (!live) return;
+  if (live.deletes.length > 0 && !opts.rowDeletes) {
+    throw unsupported(`${what}: adding Delta to a table with row-level deletes (${live.deletes.length} delete file(s)) is not supported yet; rewrite them first (copy-on-write)`);
+  }
+  if (live.data.some((f) => f['spec-id'] !== spec['spec-id'])) {
+    throw unsupported(`${what}: adding Delta to a table whose files were written with an older partition spec is not supported yet`);
+  }
+  const empty = emptyStringPartition(spec, schema, live.data);
+  if (empty) throw invalidInput(`${what}: partition ${empty.field} holds an empty string, which Delta reads back as null; the table cannot keep Delta`);
 }
