@@ -18,7 +18,7 @@
 export { Lakehouse, type LakehouseOptions, type TableSummary } from './table/lakehouse.ts';
 export { Table, type ReadOptions, type HistoryEntry, type TableDescription } from './table/table.ts';
 export type { WriteOptions, WriteResult, WriteMode } from './table/writer.ts';
-export type { WriteTxn, TxnResult } from './table/write-txn.ts';
+export type { WriteTxn, TxnResult } from './format/dual/write-txn.ts';
 export type { SchemaChange } from './format/iceberg/schema.ts';
 export type { DeleteOptions, MergeOptions, MergeResult } from './table/merge.ts';
 export type { AlterOptions, AlterResult } from './table/alter.ts';
@@ -28,7 +28,7 @@ export type { VerifyOptions, VerifyResult, Finding, FindingKind } from './table/
 export type { WriteInput, InputFormat, Row } from './table/input.ts';
 export { interruptWrites } from './table/interrupt.ts';
 export type { ReadPlan, ReadFormat, TimeTravel } from './table/reader.ts';
-export type { TableFormat } from './table/table-properties.ts';
+export type { TableFormat } from './format/dual/table-properties.ts';
 export { TwinlakeError, type ErrorKind } from './core/errors.ts';
 export type { EngineOptions, EngineSettings } from './engine/engine-settings.ts';
 export type { Catalog, TableIdentifier } from './catalog/catalog.ts';

@@ -10,7 +10,7 @@ import type { MergeResult } from '../table/merge.ts';
 import type { HistoryEntry, TableDescription } from '../table/table.ts';
 import type { VerifyResult } from '../table/verify.ts';
 import type { WriteResult } from '../table/writer.ts';
-import { Props } from '../table/table-properties.ts';
+import { Props } from '../format/dual/table-properties.ts';
 
 function cell(v: unknown): string {
   if (v === null || v === undefined) return 'NULL';

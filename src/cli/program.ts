@@ -1,4 +1,4 @@
-import { TWINLAKE_VERSION } from '../table/version.ts';
+import { TWINLAKE_VERSION } from '../format/dual/version.ts';
 import { registerCommands } from './commands.ts';
 import { exitCodesHelp } from './exit-codes.ts';
 import { TwinlakeCommand } from './options.ts';

@@ -4,31 +4,20 @@ import type { LoadTableResult } from '../catalog/catalog.ts';
 import type { CommitInfo } from '../format/delta/actions.ts';
 import type { DeltaSnapshot } from '../format/delta/replay.ts';
 import { commitPath } from '../format/delta/actions.ts';
-import { currentSchema, currentSnapshot, specById } from '../format/iceberg/table-metadata.ts';
-import { indexById } from '../format/iceberg/schema.ts';
-import { toDeltaSchema } from '../format/delta/schema.ts';
+import { currentSnapshot } from '../format/iceberg/table-metadata.ts';
 import type { TableMetadata } from '../format/iceberg/types.ts';
 import { CommitRetry, commitRetryPolicy } from './commit-retry.ts';
 import { readDeltaSnapshot } from './delta-log.ts';
-import { DELTA_START_KEY, operationSummary } from './delta-projection.ts';
+import { DELTA_START_KEY, operationSummary } from '../format/dual/summary-keys.ts';
 import { commitDelta, finishDelta, repairDelta } from './delta-sync.ts';
 import { liveFiles } from './iceberg-scan.ts';
-import { checkDeltaPartitioning } from './schema-plan.ts';
+import { checkDeltaCanHold } from '../format/dual/delta-partitioning.ts';
 import { snapshotOf, updateProperties } from './table-actions.ts';
 import { committedOrThrow, DeltaTransaction, Transaction, type DeltaTableAction, type TableAction } from './transaction.ts';
 import type { TableContext } from './table-context.ts';
 import { identString, warningLog } from './table-context.ts';
-import {
-  checkPropertyValues,
-  DELTA_MIRRORED_PROPERTIES,
-  parseFormats,
-  Props,
-  readPhysicalNames,
-  reservedPropertyReason,
-  tableFormats,
-  type TableFormat,
-} from './table-properties.ts';
-import { ENGINE_INFO } from './version.ts';
+import { checkPropertyValues, DELTA_MIRRORED_PROPERTIES, parseFormats, Props, reservedPropertyReason, tableFormats, type TableFormat } from '../format/dual/table-properties.ts';
+import { ENGINE_INFO } from '../format/dual/version.ts';
 
 export interface AlterOptions {
   /** Properties to set, checked like at creation (e.g. `write.merge.mode`). */
@@ -165,30 +154,11 @@ export async function checkCanAddDelta(
   what: string,
   opts: { physicalNames?: Map<number, string>; rowDeletes?: boolean } = {},
 ): Promise<void> {
-  const physicalNames = opts.physicalNames ?? readPhysicalNames(metadata);
   if (await ctx.io.exists(joinUri(metadata.location, commitPath(0)))) {
     throw unsupported(`${what}: the table has a Delta log from before (${joinUri(metadata.location, '_delta_log')}); adding Delta again would mix two histories — remove that folder first`);
   }
-  const schema = currentSchema(metadata);
-  toDeltaSchema(schema, physicalNames); // types without a Delta twin are refused here
-  const spec = specById(metadata, metadata['default-spec-id']);
-  checkDeltaPartitioning(spec, schema);
   const snapshot = currentSnapshot(metadata);
-  if (!snapshot) return;
-  const { data, deletes } = await liveFiles(ctx.io, metadata, snapshot);
-  if (deletes.length > 0 && !opts.rowDeletes) {
-    throw unsupported(`${what}: adding Delta to a table with row-level deletes (${deletes.length} delete file(s)) is not supported yet; rewrite them first (copy-on-write)`);
-  }
-  if (data.some((f) => f['spec-id'] !== spec['spec-id'])) {
-    throw unsupported(`${what}: adding Delta to a table whose files were written with an older partition spec is not supported yet`);
-  }
-  const index = indexById(schema);
-  for (const f of spec.fields) {
-    if (f.transform !== 'identity' || index.get(f['source-id'])?.field.type !== 'string') continue;
-    if (data.some((d) => d.partition[f.name] === '')) {
-      throw invalidInput(`${what}: partition ${f.name} holds an empty string, which Delta reads back as null; the table cannot keep Delta`);
-    }
-  }
+  checkDeltaCanHold(metadata, snapshot && (await liveFiles(ctx.io, metadata, snapshot)), what, opts);
 }
 
 /** A Delta-only table: the new configuration in a `metaData` action of the next version. */

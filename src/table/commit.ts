@@ -5,7 +5,7 @@ import { finishDelta, repairDelta } from './delta-sync.ts';
 import { discardUncommitted, guardCommit } from './interrupt.ts';
 import type { TableContext } from './table-context.ts';
 import { Transaction, type CheckedTxn, type IcebergCommitted, type TableAction, type TransactionOutcome } from './transaction.ts';
-import { latestIcebergTxn, txnOutcome, type TxnResult } from './write-txn.ts';
+import { latestIcebergTxn, txnOutcome, type TxnResult } from '../format/dual/write-txn.ts';
 import { isTwinlakeError } from '../core/errors.ts';
 
 /**

@@ -17,6 +17,7 @@ import { type DeltaSnapshot, type ReplayCommit, checkReadSupported, decodePath, 
 import { columnMappingMode, fromDeltaSchema } from '../format/delta/schema.ts';
 import { parseStats } from '../format/delta/stats.ts';
 import type { LiteralValue, PositionDeletes, ScanFile, ScanTask } from '../format/scan-task.ts';
+import type { DeltaHead } from '../format/dual/catch-up-plan.ts';
 
 /**
  * Reading and writing a Delta log through an ObjectStore. `tableRoot` is the table's key prefix in
@@ -213,21 +214,6 @@ export async function latestDeltaVersion(store: ObjectStore, tableRoot: string):
     if ((f?.kind === 'commit' || f?.kind === 'checkpoint') && (latest === undefined || f.version > latest)) latest = f.version;
   }
   return latest;
-}
-
-/**
- * The newest commit of a Delta log and the Iceberg snapshot it mirrors (its
- * `commitInfo.icebergSnapshotId`, DESIGN.md §1): what catch-up compares with the current Iceberg
- * snapshot. `empty` marks a zero-byte commit file (a commit emptied by a crash or a bad copy):
- * Delta readers take it for a commit without actions, so it mirrors nothing.
- */
-export interface DeltaHead {
-  version: number;
-  /** Undefined for the creation version, a commit of another writer, or an empty commit. */
-  icebergSnapshotId?: bigint;
-  icebergSequenceNumber?: number;
-  timestampMs?: number;
-  empty: boolean;
 }
 
 /**

@@ -12,14 +12,14 @@ import { deltaPath } from '../format/delta/replay.ts';
 import { isBlank } from './input-diagnostics.ts';
 import { splitExcluded } from './exclude-columns.ts';
 import { prepareInput, type WriteInput } from './input.ts';
-import { assignPhysicalNames } from './physical-names.ts';
+import { assignPhysicalNames } from '../format/dual/physical-names.ts';
 import type { TableContext } from './table-context.ts';
 import { identString, warningLog } from './table-context.ts';
-import { boolProp, DEFAULT_TARGET_FILE_SIZE, intProp, Props } from './table-properties.ts';
-import { ENGINE_INFO } from './version.ts';
+import { boolProp, DEFAULT_TARGET_FILE_SIZE, intProp, Props } from '../format/dual/table-properties.ts';
+import { ENGINE_INFO } from '../format/dual/version.ts';
 import { committedResult, nothingWritten, type WriteOptions, type WriteResult } from './writer.ts';
 import { commitWrite, type PreparedWrite, type WriteTarget } from './commit.ts';
-import { checkTxn, deltaTxn, latestDeltaTxn, type TxnResult } from './write-txn.ts';
+import { checkTxn, deltaTxn, latestDeltaTxn, type TxnResult } from '../format/dual/write-txn.ts';
 import { DeltaTransaction, loadDeltaSnapshot, type DeltaCommitted, type DeltaTableAction } from './transaction.ts';
 
 /**

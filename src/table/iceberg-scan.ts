@@ -8,7 +8,7 @@ import { bindFilter, dataFileMatches, emptyExplain, manifestMatches, type Filter
 import type { DataFile, NestedField, Schema, Snapshot, TableMetadata } from '../format/iceberg/types.ts';
 import type { LiteralValue, ScanDeletes, ScanExplain, ScanFile, ScanTask } from '../format/scan-task.ts';
 import { readManifestEntries, readManifestList } from './manifest-io.ts';
-import { Props, readPhysicalNames } from './table-properties.ts';
+import { Props, readPhysicalNames } from '../format/dual/table-properties.ts';
 
 /**
  * The live files of a snapshot (spec §Scan Planning): data files (pruned by the filter) and

@@ -19,7 +19,7 @@ import { planRead, type ReadPlan, type TableSource } from './reader.ts';
 import { describeDelta, describeIceberg, deltaTableHistory, icebergHistory, Table, type HistoryEntry, type ReadOptions, type TableDescription } from './table.ts';
 import { latestDeltaVersion } from './delta-log.ts';
 import { listLiveFiles, type LiveFiles } from './live-files.ts';
-import type { TableFormat } from './table-properties.ts';
+import type { TableFormat } from '../format/dual/table-properties.ts';
 import type { TableMetadata } from '../format/iceberg/types.ts';
 
 export interface LakehouseOptions {

@@ -4,7 +4,7 @@ import { deletionVectorLocation } from '../format/delta/deletion-vector.ts';
 import { parseStats } from '../format/delta/stats.ts';
 import type { DataFile } from '../format/iceberg/types.ts';
 import { dataFileUri, readDeltaSnapshot } from './delta-log.ts';
-import { deltaVersionOf } from './delta-projection.ts';
+import { deltaVersionOf } from '../format/dual/summary-keys.ts';
 import { liveFiles } from './iceberg-scan.ts';
 import { mirroredTravel, mirroringVersion, parseAsOf, pickIcebergSnapshot, type ReadFormat, type TableSource, type TimeTravel } from './reader.ts';
 

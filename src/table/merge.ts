@@ -17,18 +17,18 @@ import { discardUncommitted, forgetUncommitted, stagingFolder, trackStaging } fr
 import { bindFilter, emptyExplain } from './scan-filter.ts';
 import type { TableContext } from './table-context.ts';
 import { identString, warningLog, type WarningLog } from './table-context.ts';
-import { checkStrategy, rowChangeStrategy, type RowChangeStrategy } from './table-properties.ts';
+import { checkStrategy, rowChangeStrategy, type RowChangeStrategy } from '../format/dual/table-properties.ts';
 import { existingDeletes, loadDeletedPositions, writeRowDeletes, type ExistingDeletes, type WrittenDeletes } from './row-deletes.ts';
 import { RoaringBitmap64 } from '../format/roaring.ts';
 import { catalogTable, commitWrite, type PreparedWrite } from './commit.ts';
 import type { TableAction } from './transaction.ts';
-import { operationSummary } from './delta-projection.ts';
+import { operationSummary } from '../format/dual/summary-keys.ts';
 import { planSchema, type SchemaPlan } from './schema-plan.ts';
 import { splitExcluded } from './exclude-columns.ts';
-import { assignPhysicalNames } from './physical-names.ts';
+import { assignPhysicalNames } from '../format/dual/physical-names.ts';
 import { alreadyCommitted, committedResult, type WriteOptions, type WriteResult } from './writer.ts';
 import { rowDelta, updateSchema } from './table-actions.ts';
-import { checkTxn, type TxnResult } from './write-txn.ts';
+import { checkTxn, type TxnResult } from '../format/dual/write-txn.ts';
 import type { LoadTableResult } from '../catalog/catalog.ts';
 
 /**

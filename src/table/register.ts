@@ -18,12 +18,12 @@ import { checkCanAddDelta } from './alter.ts';
 import { CommitRetry, commitRetryPolicy } from './commit-retry.ts';
 import { rawCommit, snapshotOf, updateProperties } from './table-actions.ts';
 import { Transaction, type TableAction } from './transaction.ts';
-import { DELTA_START_KEY, operationSummary } from './delta-projection.ts';
+import { DELTA_START_KEY, operationSummary } from '../format/dual/summary-keys.ts';
 import { commitDelta, finishDelta } from './delta-sync.ts';
-import { assignPhysicalNames } from './physical-names.ts';
+import { assignPhysicalNames } from '../format/dual/physical-names.ts';
 import type { TableContext } from './table-context.ts';
 import { identString, warningLog } from './table-context.ts';
-import { parseFormats, Props, readPhysicalNames, tableFormats, writePhysicalNames, type TableFormat } from './table-properties.ts';
+import { parseFormats, Props, readPhysicalNames, tableFormats, writePhysicalNames, type TableFormat } from '../format/dual/table-properties.ts';
 
 export interface RegisterResult {
   table: string;

@@ -26,7 +26,7 @@ import { RoaringBitmap64 } from '../format/roaring.ts';
 import { applicableDeletes, type ApplicableDeletes } from '../format/iceberg/scan.ts';
 import { engineLocalPath } from './iceberg-scan.ts';
 import type { TableContext } from './table-context.ts';
-import { tableFormats } from './table-properties.ts';
+import { tableFormats } from '../format/dual/table-properties.ts';
 import { discardUncommitted, stagingFolder, trackStaging, writeUncommitted } from './interrupt.ts';
 
 /**

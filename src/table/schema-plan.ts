@@ -5,7 +5,8 @@ import { assignFreshIds, evolveSchema, indexById, nameMapping, ROW_LINEAGE_FIELD
 import { currentSchema, currentSnapshot, newTableMetadata, specById } from '../format/iceberg/table-metadata.ts';
 import type { PartitionSpec, Schema, StructType, TableMetadata } from '../format/iceberg/types.ts';
 import { applyUpdates, type TableRequirement, type TableUpdate } from '../format/iceberg/updates.ts';
-import { assignPhysicalNames } from './physical-names.ts';
+import { checkDeltaPartitioning, checkIdentityUnchanged } from '../format/dual/delta-partitioning.ts';
+import { assignPhysicalNames } from '../format/dual/physical-names.ts';
 import type { TableContext } from './table-context.ts';
 import {
   boolProp,
@@ -17,7 +18,7 @@ import {
   rowChangeStrategy,
   tableFormats,
   writePhysicalNames,
-} from './table-properties.ts';
+} from '../format/dual/table-properties.ts';
 import type { WriteOptions } from './writer.ts';
 
 /**
@@ -146,37 +147,6 @@ function creationFormatVersion(raw: string | undefined, properties: Record<strin
   }
   if (raw === '2' || raw === '3') return Number(raw) as 2 | 3;
   throw invalidInput(`table property ${Props.formatVersion}: expected 2 or 3, found ${JSON.stringify(raw)}`);
-}
-
-/**
- * Delta partition columns are the identity-partitioned source columns (DESIGN.md §4); Delta can
- * partition only by top-level primitive columns.
- */
-export function checkDeltaPartitioning(spec: PartitionSpec, schema: Schema): void {
-  const index = indexById(schema);
-  for (const f of spec.fields) {
-    if (f.transform !== 'identity') continue;
-    const source = index.get(f['source-id']);
-    if (source && source.path.length > 1) {
-      throw invalidInput(`partition ${f.name}: Delta tables can partition by top-level columns only, found identity(${source.path.join('.')}); use --formats iceberg or another transform`);
-    }
-  }
-}
-
-/** Delta's partition columns cannot change once set: a dual-format table keeps its identity set. */
-function checkIdentityUnchanged(before: PartitionSpec, after: PartitionSpec, schema: Schema): void {
-  const ids = (s: PartitionSpec) => s.fields.filter((f) => f.transform === 'identity').map((f) => f['source-id']).sort((a, b) => a - b).join(',');
-  if (ids(before) !== ids(after)) {
-    const names = (s: PartitionSpec) => {
-      const index = indexById(schema);
-      const list = s.fields.filter((f) => f.transform === 'identity').map((f) => index.get(f['source-id'])?.path.join('.') ?? `#${f['source-id']}`);
-      return list.length ? list.join(', ') : 'none';
-    };
-    throw invalidInput(
-      `partition: Delta partition columns cannot change once set, and this table keeps Delta: identity columns are ${names(before)}, the new spec has ${names(after)}; other transforms may change freely`,
-    );
-  }
-  checkDeltaPartitioning(after, schema);
 }
 
 /**

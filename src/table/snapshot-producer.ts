@@ -8,7 +8,7 @@ import { partitionIdentity, summarize } from '../format/iceberg/snapshot-summary
 import { currentSnapshot, isUnpartitioned, specById } from '../format/iceberg/table-metadata.ts';
 import type { DataFile, FieldSummary, ManifestEntry, ManifestFile, Operation, PartitionSpec, Schema, Snapshot, TableMetadata } from '../format/iceberg/types.ts';
 import { avroCodec, readManifestEntries, readManifestList, syncMarker, writeManifest } from './manifest-io.ts';
-import { intProp, Props, boolProp } from './table-properties.ts';
+import { intProp, Props, boolProp } from '../format/dual/table-properties.ts';
 
 /**
  * Builds one Iceberg snapshot on top of a base metadata (spec §Snapshots, §Manifests,

@@ -16,12 +16,12 @@ import type { Schema, StructType, TableMetadata } from '../format/iceberg/types.
 import { ancestors, currentSchema, currentSnapshot, specById } from '../format/iceberg/table-metadata.ts';
 import { formatPartitionSpec } from '../format/iceberg/partition-spec-parser.ts';
 import { copyScanTo, countScan, readScan } from '../engine/read-scan.ts';
-import { deltaVersionOf, OPERATION_KEY, type TableOperation } from './delta-projection.ts';
+import { deltaVersionOf, OPERATION_KEY, type TableOperation } from '../format/dual/summary-keys.ts';
 import type { WriteInput } from './input.ts';
 import { planRead, type ReadFormat, type ReadPlan, type TableSource, type TimeTravel } from './reader.ts';
 import type { TableContext } from './table-context.ts';
 import { identString } from './table-context.ts';
-import { checkCreationOptions, parseFormats, tableFormats, type TableFormat } from './table-properties.ts';
+import { checkCreationOptions, parseFormats, tableFormats, type TableFormat } from '../format/dual/table-properties.ts';
 import { createTable, writeTable, type WriteOptions, type WriteResult } from './writer.ts';
 
 export interface ReadOptions extends TimeTravel {

@@ -8,7 +8,7 @@ import { CommitRetry, commitRetryPolicy } from './commit-retry.ts';
 import { readDeltaSnapshot, writeDeltaCommit } from './delta-log.ts';
 import type { TableContext } from './table-context.ts';
 import { identString } from './table-context.ts';
-import { latestDeltaTxn, latestIcebergTxn, txnOutcome, txnSummary, type TxnResult } from './write-txn.ts';
+import { latestDeltaTxn, latestIcebergTxn, txnOutcome, txnSummary, type TxnResult } from '../format/dual/write-txn.ts';
 
 /**
  * One commit path (DESIGN.md §1). A transaction is a list of actions; every attempt loads the

@@ -11,21 +11,15 @@ import { currentSnapshot } from '../format/iceberg/table-metadata.ts';
 import type { Snapshot, TableMetadata } from '../format/iceberg/types.ts';
 import { writeDeltaCheckpoint } from './delta-checkpoint.ts';
 import { dataFileUri, decodeCheckpoint, deltaLogFiles, readDeltaSnapshot } from './delta-log.ts';
-import {
-  catchUpDelta,
-  checkpointInterval,
-  creationActions,
-  DELTA_START_KEY,
-  deltaVersionOf,
-  snapshotActions,
-  snapshotChanges,
-  startActions,
-} from './delta-projection.ts';
+import { catchUpDelta, snapshotVersion } from './delta-projection.ts';
+import { checkpointInterval } from '../format/dual/delta-metadata.ts';
+import { creationActions } from '../format/dual/projection.ts';
+import { DELTA_START_KEY, deltaVersionOf } from '../format/dual/summary-keys.ts';
 import { liveFiles } from './iceberg-scan.ts';
 import { expectedVersionHint, versionHintUri } from './metadata-locator.ts';
 import { existingDeletes } from './row-deletes.ts';
 import type { TableContext } from './table-context.ts';
-import { tableFormats } from './table-properties.ts';
+import { tableFormats } from '../format/dual/table-properties.ts';
 
 /**
  * Checks that a table's files are whole and that its two formats agree (DESIGN.md §1: the Delta
@@ -364,7 +358,7 @@ async function checkDrift(subject: VerifySubject, log: LogState, findings: Findi
   for (const [version, id] of versionOf) {
     const snapshot = metadata.snapshots.find((s) => s['snapshot-id'] === id);
     if (!snapshot || deltaVersionOf(snapshot) !== version) continue;
-    const derived = await derivedActions(subject, snapshot);
+    const derived = await snapshotVersion(subject.ctx.io, metadata, snapshot, version);
     const want = actionKeys(derived);
     const have = actionKeys(log.commits.get(version)!);
     for (const k of want) if (!have.includes(k)) findings.push({ kind: 'delta-commit-differs', file: commitPath(version), version, snapshotId: id, expected: k, found: 'no such action' });
@@ -475,21 +469,12 @@ function clip(s: string): string {
 
 // --- repair ------------------------------------------------------------------------------------
 
-/** The Delta version a snapshot mirrors, as catch-up writes it. */
-async function derivedActions(subject: VerifySubject, snapshot: Snapshot): Promise<Action[]> {
-  const { io } = subject.ctx;
-  const metadata = subject.metadata!;
-  return snapshot.summary[DELTA_START_KEY] === 'true'
-    ? startActions(io, metadata, snapshot)
-    : snapshotActions(metadata, snapshot, await snapshotChanges(io, metadata, snapshot));
-}
-
 /** The commit of `version` derived from Iceberg, or why there is none. */
 async function derivedCommit(subject: VerifySubject, version: number): Promise<{ actions: Action[]; from: string } | { refused: string }> {
   const metadata = subject.metadata;
   if (!metadata) return { refused: 'the table keeps only the Delta format, so nothing else records this version' };
   const snapshot = metadata.snapshots.find((s) => deltaVersionOf(s) === version);
-  if (snapshot) return { actions: await derivedActions(subject, snapshot), from: `iceberg snapshot ${snapshot['snapshot-id']}` };
+  if (snapshot) return { actions: await snapshotVersion(subject.ctx.io, metadata, snapshot, version), from: `iceberg snapshot ${snapshot['snapshot-id']}` };
   if (version === 0 && !metadata.snapshots.some((s) => s.summary[DELTA_START_KEY] === 'true')) {
     const created = metadata['metadata-log']?.[0]?.['timestamp-ms'] ?? Math.min(metadata['last-updated-ms'], ...metadata.snapshots.map((s) => s['timestamp-ms']));
     return { actions: creationActions(metadata, created), from: 'the iceberg table metadata' };

@@ -1,14 +1,15 @@
 import { invalidInput, unsupported } from '../core/errors.ts';
 import type { LoadTableResult } from '../catalog/catalog.ts';
-import { indexById, type SchemaChange } from '../format/iceberg/schema.ts';
+import type { SchemaChange } from '../format/iceberg/schema.ts';
+import { emptyStringPartition } from '../format/dual/delta-partitioning.ts';
 import { currentSchema, currentSnapshot } from '../format/iceberg/table-metadata.ts';
 import type { StructType, TableMetadata } from '../format/iceberg/types.ts';
 import { encode, inferOrExplain, type EncodedFiles } from './batch.ts';
 import { catalogTable, commitWrite, type CommittedWrite, type PreparedWrite } from './commit.ts';
 import { committedOrThrow, Transaction, type TableAction } from './transaction.ts';
 import { commitDelta } from './delta-sync.ts';
-import { deltaVersionOf } from './delta-projection.ts';
-import { checkTxn, type TxnResult, type WriteTxn } from './write-txn.ts';
+import { deltaVersionOf } from '../format/dual/summary-keys.ts';
+import { checkTxn, type TxnResult, type WriteTxn } from '../format/dual/write-txn.ts';
 import { isBlank } from './input-diagnostics.ts';
 import { prepareInput, type WriteInput } from './input.ts';
 import { discardUncommitted } from './interrupt.ts';
@@ -17,7 +18,7 @@ import { splitExcluded } from './exclude-columns.ts';
 import { appendFiles, overwriteFiles, updateSchema } from './table-actions.ts';
 import type { TableContext } from './table-context.ts';
 import { identString, warningLog } from './table-context.ts';
-import { parseFormats, tableFormats, type TableFormat } from './table-properties.ts';
+import { parseFormats, tableFormats, type TableFormat } from '../format/dual/table-properties.ts';
 
 export type WriteMode = 'append' | 'overwrite';
 
@@ -185,16 +186,10 @@ export function nothingWritten(
  * Serialization), so Iceberg and Delta would disagree on those rows: refuse them before commit.
  */
 async function refuseEmptyIdentityStrings(ctx: TableContext, plan: SchemaPlan, written: EncodedFiles): Promise<void> {
-  const index = indexById(plan.schema);
-  for (const f of plan.spec.fields) {
-    if (f.transform !== 'identity' || index.get(f['source-id'])?.field.type !== 'string') continue;
-    if (written.dataFiles.some((d) => d.partition[f.name] === '')) {
-      await discardUncommitted(ctx.io, written.files);
-      throw invalidInput(
-        `partition ${f.name}: a row has an empty string in identity partition column ${index.get(f['source-id'])!.path.join('.')}; Delta reads it back as null, so it cannot be written to a table that keeps Delta`,
-      );
-    }
-  }
+  const empty = emptyStringPartition(plan.spec, plan.schema, written.dataFiles);
+  if (!empty) return;
+  await discardUncommitted(ctx.io, written.files);
+  throw invalidInput(`partition ${empty.field}: a row has an empty string in identity partition column ${empty.column}; Delta reads it back as null, so it cannot be written to a table that keeps Delta`);
 }
 
 /** Creates an empty table (no snapshot); Delta version 0 records its creation. */

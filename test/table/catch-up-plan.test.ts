@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Snapshot, TableMetadata } from '../../src/format/iceberg/types.ts';
-import type { DeltaHead } from '../../src/table/delta-log.ts';
-import { planCatchUp } from '../../src/table/delta-projection.ts';
+import { type DeltaHead, planCatchUp } from '../../src/format/dual/catch-up-plan.ts';
 
 /** Snapshots 1..n in one lineage (ids 101, 102, …), with a main ref at `current`. */
 function lineage(n: number, extra: Partial<Snapshot>[] = []): Snapshot[] {

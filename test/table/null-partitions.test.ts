@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { errorOf, listFiles } from '../helpers.ts';
 import { lakehouseFixture } from '../lakehouse-fixture.ts';
 
 describe('null and the string "null" as partition values', () => {
@@ -48,5 +49,17 @@ describe('null and the string "null" as partition values', () => {
         expect(plan.task.files.length, `${format}: ${where}`).toBe(where === 'region IS NOT NULL' ? 4 : 1);
       }
     }
+  });
+
+  it('an empty string in an identity partition of a table that keeps Delta is refused, and the table is left as it was', async () => {
+    const t = fx.lake.table('nulls.empties');
+    await t.append([{ id: 1, region: 'eu' }], { partition: 'region' });
+    const dir = join(fx.warehouse, 'nulls', 'empties');
+    const before = listFiles(dir);
+    const e = await errorOf(t.append([{ id: 2, region: '' }, { id: 3, region: 'us' }]));
+    expect(e.kind).toBe('invalid-input');
+    expect(e.message).toMatch(/^partition region: a row has an empty string in identity partition column region; Delta reads it back as null/);
+    expect(listFiles(dir)).toEqual(before);
+    expect((await t.read()).map((r) => r.id)).toEqual([1]);
   });
 });

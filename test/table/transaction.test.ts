@@ -15,18 +15,7 @@ import { finishDelta } from '../../src/table/delta-sync.ts';
 import { liveFiles } from '../../src/table/iceberg-scan.ts';
 import type { LiveFiles } from '../../src/table/live-files.ts';
 import { planSchema } from '../../src/table/schema-plan.ts';
-import {
-  appendFiles,
-  expireSnapshots,
-  overwriteFiles,
-  rawCommit,
-  replaceFiles,
-  rowDelta,
-  setRef,
-  updatePartitionSpec,
-  updateProperties,
-  updateSchema,
-} from '../../src/table/table-actions.ts';
+import { appendFiles, expireSnapshots, overwriteFiles, rawCommit, replaceFiles, rowDelta, setRef, updatePartitionSpec, updateProperties, updateSchema } from '../../src/table/table-actions.ts';
 import type { TableContext } from '../../src/table/table-context.ts';
 import { DeltaTransaction, loadDeltaSnapshot, Transaction, type TableAction } from '../../src/table/transaction.ts';
 import { errorOf, listFiles } from '../helpers.ts';

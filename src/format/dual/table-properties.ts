@@ -1,6 +1,6 @@
-import { invalidInput, unsupported } from '../core/errors.ts';
-import { parseJson, stringifyJson } from '../core/json.ts';
-import type { TableMetadata } from '../format/iceberg/types.ts';
+import { invalidInput, unsupported } from '../../core/errors.ts';
+import { parseJson, stringifyJson } from '../../core/json.ts';
+import type { TableMetadata } from '../iceberg/types.ts';
 
 /** Table properties Twinlake reads, with their defaults. Iceberg's own names where one exists. */
 export const Props = {

@@ -1,4 +1,4 @@
-import type { IcebergType, NestedField, StructType } from '../format/iceberg/types.ts';
+import type { IcebergType, NestedField, StructType } from '../iceberg/types.ts';
 
 /**
  * Physical column names (DESIGN.md §2): a column's Parquet name is its name when it was first

@@ -1,7 +1,7 @@
-import { invalidInput } from '../core/errors.ts';
-import type { Txn } from '../format/delta/actions.ts';
-import { ancestors, currentSnapshot } from '../format/iceberg/table-metadata.ts';
-import type { Snapshot, TableMetadata } from '../format/iceberg/types.ts';
+import { invalidInput } from '../../core/errors.ts';
+import type { Txn } from '../delta/actions.ts';
+import { ancestors, currentSnapshot } from '../iceberg/table-metadata.ts';
+import type { Snapshot, TableMetadata } from '../iceberg/types.ts';
 
 /**
  * Idempotent writes: a write may name its application and the batch's version (Delta's
