@@ -4,7 +4,9 @@ import { join } from 'node:path';
 import { BlobServiceClient, ContainerSASPermissions, StorageSharedKeyCredential, generateBlobSASQueryParameters } from '@azure/storage-blob';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AzureBlobStore, type AzureOptions } from '../../src/io/azure-store.ts';
+import { FileIO } from '../../src/io/file-io.ts';
 import type { ObjectMeta } from '../../src/io/object-store.ts';
+import { storeForLocation } from '../../src/io/store-for-uri.ts';
 import { errorOf, tempDir } from '../helpers.ts';
 import { type Azurite, azuriteMissing, startAzurite } from '../servers/azurite.ts';
 import { freePort } from '../servers/ports.ts';
@@ -99,6 +101,19 @@ describe.skipIf(skip)(`AzureBlobStore on Azurite${skip ? ` (skipped: ${missing})
     } finally {
       dir.cleanup();
     }
+  });
+
+  it('resolves az:// locations through storeForLocation and FileIO', async () => {
+    const container = await newContainer();
+    const io = new FileIO((uri) => storeForLocation(uri, { azure: options }));
+    const table = `az://${container}/wh/ns/t`;
+    await io.write(`${table}/metadata/v1.metadata.json`, '{"v":1}');
+    expect(await io.writeIfAbsent(`${table}/_delta_log/00000000000000000000.json`, 'c0')).toBe(true);
+    expect(await io.writeIfAbsent(`${table}/_delta_log/00000000000000000000.json`, 'c0 again')).toBe(false);
+    const uris: string[] = [];
+    for await (const m of io.list(`${table}/`)) uris.push(m.uri);
+    expect(uris).toEqual([`${table}/_delta_log/00000000000000000000.json`, `${table}/metadata/v1.metadata.json`]);
+    expect(await io.readText(`${table}/metadata/v1.metadata.json`)).toBe('{"v":1}');
   });
 
   it('names a missing container in every operation', async () => {

@@ -4,8 +4,10 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CreateBucketCommand, HeadObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FileIO } from '../../src/io/file-io.ts';
 import type { ObjectMeta } from '../../src/io/object-store.ts';
 import { S3Store, type S3Options } from '../../src/io/s3-store.ts';
+import { storeForLocation } from '../../src/io/store-for-uri.ts';
 import { errorOf, tempDir } from '../helpers.ts';
 import { freePort } from '../servers/ports.ts';
 import { type RadosGateway, radosGatewayMissing, startRadosGateway } from '../servers/radosgw.ts';
@@ -104,6 +106,19 @@ describe.skipIf(skip)(`S3Store on RADOS Gateway${skip ? ` (skipped: ${missing})`
     } finally {
       dir.cleanup();
     }
+  });
+
+  it('resolves s3:// locations through storeForLocation and FileIO', async () => {
+    const bucket = await newBucket();
+    const io = new FileIO((uri) => storeForLocation(uri, { s3: options }));
+    const table = `s3://${bucket}/wh/ns/t`;
+    await io.write(`${table}/metadata/v1.metadata.json`, '{"v":1}');
+    expect(await io.writeIfAbsent(`${table}/_delta_log/00000000000000000000.json`, 'c0')).toBe(true);
+    expect(await io.writeIfAbsent(`${table}/_delta_log/00000000000000000000.json`, 'c0 again')).toBe(false);
+    const uris: string[] = [];
+    for await (const m of io.list(`${table}/`)) uris.push(m.uri);
+    expect(uris).toEqual([`${table}/_delta_log/00000000000000000000.json`, `${table}/metadata/v1.metadata.json`]);
+    expect(await io.readText(`${table}/metadata/v1.metadata.json`)).toBe('{"v":1}');
   });
 
   it('names a missing bucket in every operation', async () => {
