@@ -1,3 +1,4 @@
+import { execFile } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -8,7 +9,7 @@ import { FileIO } from '../../src/io/file-io.ts';
 import { LocalStore } from '../../src/io/local-store.ts';
 import { S3Store, type S3Options } from '../../src/io/s3-store.ts';
 import { storeForLocation } from '../../src/io/store-for-uri.ts';
-import { errorOf } from '../helpers.ts';
+import { errorOf, repoRoot } from '../helpers.ts';
 
 const S3: S3Options = { region: 'us-east-1', endpoint: 'http://127.0.0.1:1', forcePathStyle: true };
 const AZURE: AzureOptions = { account: 'devstoreaccount1', accountKey: 'a2V5' };
@@ -139,6 +140,43 @@ describe('storeForLocation', () => {
       const e = await errorOf(() => storeForLocation(uri, { s3: S3, azure: AZURE }));
       expect(e.kind, uri).toBe('invalid-input');
       expect(e.message, uri).toMatch(message);
+    }
+  });
+
+  it('loads no cloud SDK for local locations, and each SDK only when its store is used', async () => {
+    // A resolve hook refuses the SDK packages: local work must succeed without them, and the
+    // S3 and Azure stores must reach for them only on their first request.
+    const hook = `export async function resolve(s, c, next) { if (/^@(aws-sdk|azure)\\//.test(s)) throw new Error('refused ' + s); return next(s, c); }`;
+    const script = `
+      import { register } from 'node:module';
+      register('data:text/javascript,' + encodeURIComponent(${JSON.stringify(hook)}));
+      const { storeForLocation } = await import(${JSON.stringify(path.join(repoRoot, 'src/io/store-for-uri.ts'))});
+      const [dir] = process.argv.slice(1);
+      const local = storeForLocation(dir + '/t/x.json');
+      await local.store.put(local.key, 'local');
+      const out = { local: new TextDecoder().decode(await local.store.get(local.key)) };
+      const s3 = storeForLocation('s3://lake/t/x.json', { s3: { region: 'us-east-1', endpoint: 'http://127.0.0.1:1' } });
+      const az = storeForLocation('az://lake/t/x.json', { azure: { account: 'acct', accountKey: 'a2V5' } });
+      out.resolved = [s3.store.root, az.store.root];
+      out.s3 = await s3.store.head(s3.key).then(() => 'loaded', (e) => e.message);
+      out.azure = await az.store.head(az.key).then(() => 'loaded', (e) => e.message);
+      process.stdout.write(JSON.stringify(out));
+    `;
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'twinlake-store-for-uri-'));
+    try {
+      const stdout = await new Promise<string>((resolve, reject) => {
+        execFile(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script, '--', dir], { cwd: repoRoot, timeout: 60_000 }, (err, out, errOut) =>
+          err ? reject(new Error(`child failed: ${err.message}\n${errOut}`)) : resolve(out),
+        );
+      });
+      expect(JSON.parse(stdout)).toEqual({
+        local: 'local',
+        resolved: ['s3://lake/t', 'az://lake/t'],
+        s3: expect.stringContaining('refused @aws-sdk/client-s3'),
+        azure: expect.stringContaining('refused @azure/storage-blob'),
+      });
+    } finally {
+      await fs.rm(dir, { recursive: true, force: true });
     }
   });
 
