@@ -1,6 +1,7 @@
 import { readFile, stat } from 'node:fs/promises';
 import type { BlobServiceClient, ContainerClient } from '@azure/storage-blob';
 import { TwinlakeError, invalidInput, notFound } from '../core/errors.ts';
+import { loadSdk } from './cloud-sdk.ts';
 import type { ObjectMeta, ObjectStore } from './object-store.ts';
 import { checkKey, checkPrefix, checkRange, compareKeys } from './keys.ts';
 
@@ -37,7 +38,7 @@ function serviceFor(options: AzureOptions, account: string): Promise<BlobService
   if (!byAccount) services.set(options, (byAccount = new Map()));
   let service = byAccount.get(account);
   if (!service) {
-    service = import('@azure/storage-blob').then((sdk) => {
+    service = loadSdk('azure store', '@azure/storage-blob', () => import('@azure/storage-blob')).then((sdk) => {
       const pipeline = { retryOptions: { maxTries: options.maxAttempts } };
       if (options.connectionString) return sdk.BlobServiceClient.fromConnectionString(options.connectionString, pipeline);
       const url = options.endpoint ?? `https://${account}.blob.core.windows.net`;

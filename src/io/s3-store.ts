@@ -1,6 +1,7 @@
 import { open, readFile, stat } from 'node:fs/promises';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { TwinlakeError, notFound } from '../core/errors.ts';
+import { loadSdk } from './cloud-sdk.ts';
 import type { ObjectMeta, ObjectStore } from './object-store.ts';
 import { checkKey, checkPrefix, checkRange, compareKeys } from './keys.ts';
 
@@ -43,7 +44,7 @@ const bucketsSeen = new WeakMap<S3Options, Set<string>>();
 function clientFor(options: S3Options): Promise<{ sdk: Sdk; client: S3Client }> {
   let c = clients.get(options);
   if (!c) {
-    c = import('@aws-sdk/client-s3').then((sdk) => ({
+    c = loadSdk('s3 store', '@aws-sdk/client-s3', () => import('@aws-sdk/client-s3')).then((sdk) => ({
       sdk,
       client: new sdk.S3Client({
         region: options.region,
