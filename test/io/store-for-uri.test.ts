@@ -1,11 +1,18 @@
+import { execFile } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { isTwinlakeError } from '../../src/core/errors.ts';
+import { AzureBlobStore, type AzureOptions } from '../../src/io/azure-store.ts';
 import { FileIO } from '../../src/io/file-io.ts';
 import { LocalStore } from '../../src/io/local-store.ts';
+import { S3Store, type S3Options } from '../../src/io/s3-store.ts';
 import { storeForLocation } from '../../src/io/store-for-uri.ts';
+import { errorOf, repoRoot } from '../helpers.ts';
+
+const S3: S3Options = { region: 'us-east-1', endpoint: 'http://127.0.0.1:1', forcePathStyle: true };
+const AZURE: AzureOptions = { account: 'devstoreaccount1', accountKey: 'a2V5' };
 
 function kindOf(f: () => unknown): string | undefined {
   try {
@@ -59,11 +66,118 @@ describe('storeForLocation', () => {
     }
   });
 
-  it('refuses cloud schemes for now, naming the scheme', () => {
-    for (const uri of ['s3://bucket/key', 'gs://b/k', 'abfss://c@a.dfs.core.windows.net/k']) {
-      expect(kindOf(() => storeForLocation(uri))).toBe('unsupported');
+  it('refuses schemes it has no store for, naming the scheme', () => {
+    for (const uri of ['gs://b/k', 'hdfs://nn/k', 'wasbs://c@a.blob.core.windows.net/k']) {
+      expect(kindOf(() => storeForLocation(uri, { s3: S3, azure: AZURE })), uri).toBe('unsupported');
     }
-    expect(() => storeForLocation('s3a://bucket/key')).toThrow(/s3a:\/\//);
+    expect(() => storeForLocation('gs://bucket/key')).toThrow(/gs:\/\//);
+  });
+
+  it('maps s3:// and s3a:// locations to an S3 store on the bucket and prefix above the key', () => {
+    const { store, key } = storeForLocation('s3://lake/wh/ns/t/metadata/v1.metadata.json', { s3: S3 });
+    expect(store).toBeInstanceOf(S3Store);
+    expect(store.root).toBe('s3://lake/wh/ns/t/metadata');
+    expect(key).toBe('v1.metadata.json');
+    expect(store.localPath?.(key)).toBeUndefined();
+    expect({ bucket: (store as S3Store).bucket, prefix: (store as S3Store).prefix }).toEqual({ bucket: 'lake', prefix: 'wh/ns/t/metadata' });
+
+    const top = storeForLocation('s3://lake/wh/', { s3: S3 });
+    expect(top.key).toBe('wh/');
+    expect(top.store.root).toBe('s3://lake');
+    expect((top.store as S3Store).prefix).toBe('');
+
+    const hadoop = storeForLocation('s3a://lake/t/data/a b.parquet', { s3: S3 });
+    expect(hadoop.store.root).toBe('s3a://lake/t/data');
+    expect((hadoop.store as S3Store).bucket).toBe('lake');
+  });
+
+  it('maps az:// locations to a Blob store on the configured account', () => {
+    const { store, key } = storeForLocation('az://tables/wh/t/_delta_log/00000000000000000000.json', { azure: AZURE });
+    expect(store).toBeInstanceOf(AzureBlobStore);
+    expect(store.root).toBe('az://tables/wh/t/_delta_log');
+    expect(key).toBe('00000000000000000000.json');
+    const blob = store as AzureBlobStore;
+    expect({ account: blob.account, container: blob.container, prefix: blob.prefix }).toEqual({ account: 'devstoreaccount1', container: 'tables', prefix: 'wh/t/_delta_log' });
+  });
+
+  it('maps abfss:// locations to a Blob store on the account the host names', async () => {
+    const uri = 'abfss://tables@lakeacct.dfs.core.windows.net/wh/t/metadata/v2.metadata.json';
+    const { store, key } = storeForLocation(uri, { azure: { accountKey: 'a2V5' } });
+    const blob = store as AzureBlobStore;
+    expect(store.root).toBe('abfss://tables@lakeacct.dfs.core.windows.net/wh/t/metadata');
+    expect(key).toBe('v2.metadata.json');
+    expect({ account: blob.account, container: blob.container, prefix: blob.prefix }).toEqual({ account: 'lakeacct', container: 'tables', prefix: 'wh/t/metadata' });
+    expect(storeForLocation('abfs://tables@lakeacct.dfs.core.windows.net/k', { azure: { accountKey: 'a2V5' } }).key).toBe('k');
+    // Settings for one account do not silently serve another.
+    const e = await errorOf(() => storeForLocation(uri, { azure: AZURE }));
+    expect(e.kind).toBe('invalid-input');
+    expect(e.message).toMatch(/names storage account lakeacct, but the Azure settings are for account devstoreaccount1/);
+  });
+
+  it('says which settings a cloud location needs when none were given', async () => {
+    const s3 = await errorOf(() => storeForLocation('s3://lake/wh/t'));
+    expect(s3.kind).toBe('invalid-input');
+    expect(s3.message).toBe('storage: "s3://lake/wh/t" is an S3 location but no S3 settings were given (region, and endpoint and forcePathStyle for S3-compatible servers)');
+    const az = await errorOf(() => storeForLocation('az://tables/wh/t', { s3: S3 }));
+    expect(az.kind).toBe('invalid-input');
+    expect(az.message).toMatch(/^storage: "az:\/\/tables\/wh\/t" is an Azure Blob location but no Azure settings were given/);
+    expect((await errorOf(() => storeForLocation('az://tables/wh/t', { azure: { accountKey: 'a2V5' } }))).message).toMatch(/names no storage account/);
+    expect((await errorOf(() => storeForLocation('abfss://tables@lakeacct.dfs.core.windows.net/t'))).message).toMatch(/no Azure settings were given/);
+  });
+
+  it('refuses cloud locations without a bucket or container, or with a malformed one', async () => {
+    const cases: [string, RegExp][] = [
+      ['s3://lake', /expected s3:\/\/bucket\/key/],
+      ['s3://lake/', /expected s3:\/\/bucket\/key/],
+      ['s3:///key', /expected s3:\/\/bucket\/key/],
+      ['s3://Upper_Case/key', /expected an S3 bucket name .* found "Upper_Case"/],
+      ['s3://lake//key', /without empty, '.' or '..' segments/],
+      ['az://tables', /expected az:\/\/container\/key/],
+      ['az://Tables/key', /expected an Azure container name .* found "Tables"/],
+      ['abfss://tables/key', /expected abfss:\/\/container@account.dfs.core.windows.net\/key/],
+    ];
+    for (const [uri, message] of cases) {
+      const e = await errorOf(() => storeForLocation(uri, { s3: S3, azure: AZURE }));
+      expect(e.kind, uri).toBe('invalid-input');
+      expect(e.message, uri).toMatch(message);
+    }
+  });
+
+  it('loads no cloud SDK for local locations, and each SDK only when its store is used', async () => {
+    // A resolve hook refuses the SDK packages: local work must succeed without them, and the
+    // S3 and Azure stores must reach for them only on their first request.
+    const hook = `export async function resolve(s, c, next) { if (/^@(aws-sdk|azure)\\//.test(s)) throw new Error('refused ' + s); return next(s, c); }`;
+    const script = `
+      import { register } from 'node:module';
+      register('data:text/javascript,' + encodeURIComponent(${JSON.stringify(hook)}));
+      const { storeForLocation } = await import(${JSON.stringify(path.join(repoRoot, 'src/io/store-for-uri.ts'))});
+      const [dir] = process.argv.slice(1);
+      const local = storeForLocation(dir + '/t/x.json');
+      await local.store.put(local.key, 'local');
+      const out = { local: new TextDecoder().decode(await local.store.get(local.key)) };
+      const s3 = storeForLocation('s3://lake/t/x.json', { s3: { region: 'us-east-1', endpoint: 'http://127.0.0.1:1' } });
+      const az = storeForLocation('az://lake/t/x.json', { azure: { account: 'acct', accountKey: 'a2V5' } });
+      out.resolved = [s3.store.root, az.store.root];
+      out.s3 = await s3.store.head(s3.key).then(() => 'loaded', (e) => e.message);
+      out.azure = await az.store.head(az.key).then(() => 'loaded', (e) => e.message);
+      process.stdout.write(JSON.stringify(out));
+    `;
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'twinlake-store-for-uri-'));
+    try {
+      const stdout = await new Promise<string>((resolve, reject) => {
+        execFile(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script, '--', dir], { cwd: repoRoot, timeout: 60_000 }, (err, out, errOut) =>
+          err ? reject(new Error(`child failed: ${err.message}\n${errOut}`)) : resolve(out),
+        );
+      });
+      expect(JSON.parse(stdout)).toEqual({
+        local: 'local',
+        resolved: ['s3://lake/t', 'az://lake/t'],
+        s3: expect.stringMatching(/^s3 store: cannot load @aws-sdk\/client-s3 \(refused @aws-sdk\/client-s3\); reinstall twinlake's dependencies$/),
+        azure: expect.stringMatching(/^azure store: cannot load @azure\/storage-blob \(refused @azure\/storage-blob\); reinstall twinlake's dependencies$/),
+      });
+    } finally {
+      await fs.rm(dir, { recursive: true, force: true });
+    }
   });
 
   it('refuses locations with no folder to root a store at', () => {

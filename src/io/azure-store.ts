@@ -1,0 +1,265 @@
+import { readFile, stat } from 'node:fs/promises';
+import type { BlobServiceClient, ContainerClient } from '@azure/storage-blob';
+import { TwinlakeError, invalidInput, notFound } from '../core/errors.ts';
+import { loadSdk } from './cloud-sdk.ts';
+import type { ObjectMeta, ObjectStore } from './object-store.ts';
+import { checkKey, checkPrefix, checkRange, compareKeys } from './keys.ts';
+
+/** How to reach an Azure storage account (or Azurite). One options object shares its clients. */
+export interface AzureOptions {
+  /** The storage account; `abfss://container@account.dfs.core.windows.net/` locations name their own. */
+  account?: string;
+  /** The Blob service URL; default `https://<account>.blob.core.windows.net`. Azurite: `http://127.0.0.1:10000/devstoreaccount1`. */
+  endpoint?: string;
+  /** One of these credentials. A connection string carries its own endpoint. */
+  connectionString?: string;
+  accountKey?: string;
+  /** A shared access signature (`sv=...&sig=...`), for access limited to some containers or permissions. */
+  sasToken?: string;
+  /** Attempts per request, first one included (the SDK's default: 4). */
+  maxAttempts?: number;
+  /** Blobs per List Blobs page; the service's maximum and default is 5000. */
+  listPageSize?: number;
+  /** putFile sends files at least this large as blocks (default 16 MiB). */
+  blockThreshold?: number;
+  /** Block size for block uploads (default 8 MiB). */
+  blockSize?: number;
+}
+
+const MiB = 1024 * 1024;
+/** Blocks of one file read and in flight at once: memory stays under 4 blocks. */
+const BLOCKS_IN_FLIGHT = 4;
+
+const services = new WeakMap<AzureOptions, Map<string, Promise<BlobServiceClient>>>();
+
+/** The SDK is loaded on first use, so users of local tables never load it. */
+function serviceFor(options: AzureOptions, account: string): Promise<BlobServiceClient> {
+  let byAccount = services.get(options);
+  if (!byAccount) services.set(options, (byAccount = new Map()));
+  let service = byAccount.get(account);
+  if (!service) {
+    service = loadSdk('azure store', '@azure/storage-blob', () => import('@azure/storage-blob')).then((sdk) => {
+      const pipeline = { retryOptions: { maxTries: options.maxAttempts } };
+      if (options.connectionString) return sdk.BlobServiceClient.fromConnectionString(options.connectionString, pipeline);
+      const url = options.endpoint ?? `https://${account}.blob.core.windows.net`;
+      if (options.accountKey) return new sdk.BlobServiceClient(url, new sdk.StorageSharedKeyCredential(account, options.accountKey), pipeline);
+      if (options.sasToken) return new sdk.BlobServiceClient(`${url}?${options.sasToken.replace(/^\?/, '')}`, undefined, pipeline);
+      throw invalidInput(`azure store: expected a connection string, an account key or a SAS token for account ${JSON.stringify(account)}, found none`);
+    });
+    service.catch(() => byAccount.delete(account));
+    byAccount.set(account, service);
+  }
+  return service;
+}
+
+/**
+ * An ObjectStore over an Azure Blob container, rooted at `az://container/prefix` or
+ * `abfss://container@account.dfs.core.windows.net/prefix` (the same blobs through the Blob API,
+ * which hierarchical-namespace accounts also serve). Put Blob and Put Block List replace a blob
+ * whole, so readers never see part of one; `If-None-Match: *` makes a Put Blob create-only.
+ */
+export class AzureBlobStore implements ObjectStore {
+  readonly root: string;
+  readonly account: string;
+  readonly container: string;
+  /** Blob name prefix, without a trailing '/'; '' for the container root. */
+  readonly prefix: string;
+
+  constructor(
+    where: { root: string; account: string; container: string; prefix: string },
+    private readonly options: AzureOptions,
+  ) {
+    this.root = where.root;
+    this.account = where.account;
+    this.container = where.container;
+    this.prefix = where.prefix;
+  }
+
+  async get(path: string, range?: { offset: number; length: number }): Promise<Uint8Array> {
+    const name = this.name(path);
+    if (range) checkRange('azure store', range, path);
+    if (range?.length === 0) {
+      if (!(await this.head(path))) throw this.missing(name);
+      return new Uint8Array(0);
+    }
+    const blob = (await this.containerClient()).getBlobClient(name);
+    try {
+      // download(0) without a count reads the whole blob; a count of 0 would mean the same.
+      const res = await blob.download(range?.offset ?? 0, range?.length);
+      return await readAll(res.readableStreamBody);
+    } catch (e) {
+      // 416 for a range that starts at or after the end of an existing blob.
+      if (range && (e as { statusCode?: number }).statusCode === 416) return new Uint8Array(0);
+      throw this.error(e, 'read', name);
+    }
+  }
+
+  async head(path: string): Promise<{ size: number; modified: number } | undefined> {
+    const name = this.name(path);
+    const blob = (await this.containerClient()).getBlobClient(name);
+    try {
+      const p = await blob.getProperties();
+      return { size: p.contentLength ?? 0, modified: p.lastModified?.getTime() ?? 0 };
+    } catch (e) {
+      // A HEAD answer has no body, but the service still names the error in x-ms-error-code.
+      if (statusOf(e) === 404 && codeOf(e) !== 'ContainerNotFound') return undefined;
+      throw this.error(e, 'read', name);
+    }
+  }
+
+  async put(path: string, body: Uint8Array | string): Promise<void> {
+    const name = this.name(path);
+    const data = bytes(body);
+    const blob = (await this.containerClient()).getBlockBlobClient(name);
+    try {
+      await blob.upload(data, data.byteLength);
+    } catch (e) {
+      throw this.error(e, 'write', name);
+    }
+  }
+
+  async putIfAbsent(path: string, body: Uint8Array | string): Promise<boolean> {
+    const name = this.name(path);
+    const data = bytes(body);
+    const blob = (await this.containerClient()).getBlockBlobClient(name);
+    try {
+      await blob.upload(data, data.byteLength, { conditions: { ifNoneMatch: '*' } });
+      return true;
+    } catch (e) {
+      // Azure answers a Put Blob with If-None-Match: * on an existing blob with 409
+      // BlobAlreadyExists; 412 ConditionNotMet is the generic failed-precondition answer. Both
+      // mean another writer holds the name.
+      if (statusOf(e) === 412 || codeOf(e) === 'BlobAlreadyExists') return false;
+      throw this.error(e, 'write', name);
+    }
+  }
+
+  async *list(prefix: string): AsyncIterable<ObjectMeta> {
+    checkPrefix('azure store', prefix);
+    const base = this.prefix === '' ? '' : `${this.prefix}/`;
+    const container = await this.containerClient();
+    const out: ObjectMeta[] = [];
+    try {
+      for await (const page of container.listBlobsFlat({ prefix: base + prefix }).byPage({ maxPageSize: this.options.listPageSize })) {
+        for (const b of page.segment.blobItems) {
+          if (!b.name.startsWith(base)) continue;
+          out.push({ path: b.name.slice(base.length), size: b.properties.contentLength ?? 0, modified: b.properties.lastModified.getTime() });
+        }
+      }
+    } catch (e) {
+      throw this.error(e, 'list', base + prefix);
+    }
+    // The service lists in its own collation; sort by UTF-8 bytes, as every store does.
+    out.sort((a, b) => compareKeys(a.path, b.path));
+    yield* out;
+  }
+
+  async delete(path: string): Promise<void> {
+    const name = this.name(path);
+    const blob = (await this.containerClient()).getBlobClient(name);
+    try {
+      // A missing blob answers 404 BlobNotFound, which deleteIfExists takes as success.
+      await blob.deleteIfExists();
+    } catch (e) {
+      throw this.error(e, 'delete', name);
+    }
+  }
+
+  /**
+   * One Put Blob below the block threshold; above it the SDK stages blocks read from the file as
+   * they are sent (BLOCKS_IN_FLIGHT at a time, so memory stays bounded) and commits them with Put
+   * Block List, which makes the blob appear whole. Uncommitted blocks of a failed upload are
+   * discarded by the service after a week.
+   */
+  async putFile(path: string, localFile: string): Promise<void> {
+    const name = this.name(path);
+    const threshold = this.options.blockThreshold ?? 16 * MiB;
+    const { size } = await stat(localFile);
+    if (size < threshold) {
+      await this.put(path, new Uint8Array(await readFile(localFile)));
+      return;
+    }
+    const blob = (await this.containerClient()).getBlockBlobClient(name);
+    try {
+      await blob.uploadFile(localFile, { blockSize: this.options.blockSize ?? 8 * MiB, concurrency: BLOCKS_IN_FLIGHT, maxSingleShotSize: threshold - 1 });
+    } catch (e) {
+      throw this.error(e, 'write', name);
+    }
+  }
+
+  private async containerClient(): Promise<ContainerClient> {
+    return (await serviceFor(this.options, this.account)).getContainerClient(this.container);
+  }
+
+  /** The blob name of a store key. */
+  private name(path: string): string {
+    checkKey('azure store', path);
+    return this.prefix === '' ? path : `${this.prefix}/${path}`;
+  }
+
+  private where(name: string): string {
+    return `blob ${JSON.stringify(name)} in container ${JSON.stringify(this.container)} of account ${this.account}`;
+  }
+
+  private missing(name: string): TwinlakeError {
+    return notFound(`azure store: no ${this.where(name)}`, { account: this.account, container: this.container, name });
+  }
+
+  /** An SDK error as a TwinlakeError naming the container, the blob, the Azure error code and the fix. */
+  private error(e: unknown, op: 'read' | 'write' | 'list' | 'delete', name: string): TwinlakeError {
+    if (e instanceof TwinlakeError) return e;
+    const code = codeOf(e);
+    const status = statusOf(e);
+    const context = { account: this.account, container: this.container, name, code, status };
+    const what = op === 'list' ? `blobs named ${JSON.stringify(name)}* in container ${JSON.stringify(this.container)} of account ${this.account}` : this.where(name);
+    const detail = `${code}${status !== undefined ? `, HTTP ${status}` : ''}`;
+    const io = (message: string, retryable: boolean) => new TwinlakeError('io', `azure store: ${message}`, context, { cause: e, retryable });
+    if (code === 'BlobNotFound' || (status === 404 && op === 'read' && code !== 'ContainerNotFound')) return this.missing(name);
+    if (code === 'ContainerNotFound') {
+      return notFound(`azure store: container ${JSON.stringify(this.container)} does not exist in account ${this.account} (${op} ${what}: ContainerNotFound)`, context);
+    }
+    if (code === 'AuthorizationPermissionMismatch' || code === 'AuthorizationResourceTypeMismatch' || code === 'AuthorizationServiceMismatch') {
+      return io(`access denied to ${op} ${what}: the credential needs the ${DATA_ACTION[op]} permission, e.g. the Storage Blob Data Contributor role (${detail})`, false);
+    }
+    if (status === 403) return io(`the account ${this.account} rejected the credential for ${op} ${what} (${detail})`, false);
+    if (NETWORK_CODES.has(code)) {
+      return io(`cannot reach the endpoint ${this.options.endpoint ?? `of account ${this.account}`} to ${op} ${what} (${code})`, true);
+    }
+    const message = e instanceof Error ? e.message.split('\n')[0] : String(e);
+    return io(`cannot ${op} ${what} (${detail}: ${message})`, status === undefined || status >= 500 || status === 429);
+  }
+}
+
+/** The Azure RBAC data action each operation needs. */
+const DATA_ACTION = {
+  read: 'Microsoft.Storage/storageAccounts/blobServices/containers/blobs/read',
+  write: 'Microsoft.Storage/storageAccounts/blobServices/containers/blobs/write',
+  list: 'Microsoft.Storage/storageAccounts/blobServices/containers/blobs/read',
+  delete: 'Microsoft.Storage/storageAccounts/blobServices/containers/blobs/delete',
+};
+
+const NETWORK_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'REQUEST_SEND_ERROR']);
+
+/** The service's error code (x-ms-error-code: `BlobNotFound`, `ContainerNotFound`), or the socket's. */
+function codeOf(e: unknown): string {
+  const err = e as { code?: unknown; details?: { errorCode?: unknown } } | null;
+  const code = err?.details?.errorCode ?? err?.code;
+  return typeof code === 'string' ? code : 'unknown error';
+}
+
+function statusOf(e: unknown): number | undefined {
+  const status = (e as { statusCode?: unknown } | null)?.statusCode;
+  return typeof status === 'number' ? status : undefined;
+}
+
+async function readAll(stream: NodeJS.ReadableStream | undefined): Promise<Uint8Array> {
+  if (!stream) return new Uint8Array(0);
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
+  const all = Buffer.concat(chunks);
+  return new Uint8Array(all.buffer, all.byteOffset, all.byteLength);
+}
+
+function bytes(body: Uint8Array | string): Uint8Array {
+  return typeof body === 'string' ? new TextEncoder().encode(body) : body;
+}

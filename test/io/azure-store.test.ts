@@ -1,0 +1,177 @@
+import { randomBytes } from 'node:crypto';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { BlobServiceClient, ContainerSASPermissions, StorageSharedKeyCredential, generateBlobSASQueryParameters } from '@azure/storage-blob';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AzureBlobStore, type AzureOptions } from '../../src/io/azure-store.ts';
+import { FileIO } from '../../src/io/file-io.ts';
+import type { ObjectMeta } from '../../src/io/object-store.ts';
+import { storeForLocation } from '../../src/io/store-for-uri.ts';
+import { errorOf, tempDir } from '../helpers.ts';
+import { type Azurite, azuriteMissing, startAzurite } from '../servers/azurite.ts';
+import { freePort } from '../servers/ports.ts';
+import { objectStoreContract } from './object-store-contract.ts';
+
+const missing = azuriteMissing();
+// Without the emulator the Azure tests skip, except in CI, where a missing emulator is a failure.
+const skip = missing !== undefined && !process.env.CI;
+if (skip) console.warn(`test/io/azure-store.test.ts: Azure tests skipped: ${missing}`);
+
+const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
+
+async function collect(it: AsyncIterable<ObjectMeta>): Promise<string[]> {
+  const out: string[] = [];
+  for await (const m of it) out.push(m.path);
+  return out;
+}
+
+describe.skipIf(skip)(`AzureBlobStore on Azurite${skip ? ` (skipped: ${missing})` : ''}`, () => {
+  let azurite: Azurite;
+  let service: BlobServiceClient;
+  let options: AzureOptions;
+  let containers = 0;
+
+  beforeAll(async () => {
+    if (missing) throw new Error(`CI is set, so the Azure tests must run, but ${missing}`);
+    azurite = await startAzurite();
+    options = { account: azurite.account, endpoint: azurite.endpoint, accountKey: azurite.accountKey };
+    service = BlobServiceClient.fromConnectionString(azurite.connectionString);
+  });
+  afterAll(async () => {
+    await azurite?.stop();
+  });
+
+  /** A fresh container per test; the emulator keeps everything in memory and is stopped after the file. */
+  async function newContainer(): Promise<string> {
+    const name = `t-${process.pid}-${containers++}`;
+    await service.getContainerClient(name).create();
+    return name;
+  }
+
+  function storeAt(container: string, prefix: string, opts: AzureOptions = options): AzureBlobStore {
+    const root = prefix === '' ? `az://${container}` : `az://${container}/${prefix}`;
+    return new AzureBlobStore({ root, account: azurite.account, container, prefix }, opts);
+  }
+
+  // Under a prefix, with neighbours that share its first characters: the store sees only its own.
+  objectStoreContract('AzureBlobStore', async () => {
+    const container = await newContainer();
+    for (const name of ['wh/tx/neighbour', 'wh/t', 'outside']) await service.getContainerClient(container).getBlockBlobClient(name).upload('x', 1);
+    return { store: storeAt(container, 'wh/t'), cleanup: async () => {} };
+  }, { noncharacterKeys: false });
+
+  it('authenticates with a connection string as well as an account key', async () => {
+    const container = await newContainer();
+    const store = storeAt(container, '', { connectionString: azurite.connectionString });
+    await store.put('a/b.json', '{}');
+    expect(await store.putIfAbsent('a/b.json', 'no')).toBe(false);
+    expect(await collect(storeAt(container, '').list(''))).toEqual(['a/b.json']);
+  });
+
+  it('lists across List Blobs pages, in order', async () => {
+    const store = storeAt(await newContainer(), 'p', { ...options, listPageSize: 3 });
+    const keys = Array.from({ length: 11 }, (_, i) => `k/${String(10 - i).padStart(2, '0')}.json`);
+    await Promise.all(keys.map((k) => store.put(k, k)));
+    await store.put('l/outside', 'x');
+    expect(await collect(store.list('k/'))).toEqual([...keys].sort());
+    expect(await collect(store.list(''))).toEqual([...keys].sort().concat('l/outside'));
+  });
+
+  it('uploads a large file as blocks and reads it back byte for byte', async () => {
+    const container = await newContainer();
+    const MiB = 1024 * 1024;
+    const store = storeAt(container, 'big', { ...options, blockThreshold: 4 * MiB, blockSize: 1 * MiB });
+    const dir = tempDir();
+    try {
+      const body = randomBytes(5 * MiB + 123);
+      const file = join(dir.path, 'f.parquet');
+      await writeFile(file, body);
+      await store.putFile('data/f.parquet', file);
+      const got = await store.get('data/f.parquet');
+      expect(Buffer.compare(Buffer.from(got), body)).toBe(0);
+      expect(Buffer.from(await store.get('data/f.parquet', { offset: MiB - 3, length: 6 }))).toEqual(body.subarray(MiB - 3, MiB + 3));
+      // Put Block List: the blob is made of the staged blocks (a single Put Blob has none).
+      const blob = service.getContainerClient(container).getBlockBlobClient('big/data/f.parquet');
+      expect((await blob.getBlockList('committed')).committedBlocks?.length).toBe(6);
+      await writeFile(file, 'small');
+      await store.putFile('data/small.parquet', file);
+      expect(text(await store.get('data/small.parquet'))).toBe('small');
+      const small = service.getContainerClient(container).getBlockBlobClient('big/data/small.parquet');
+      expect((await small.getBlockList('committed')).committedBlocks ?? []).toEqual([]);
+    } finally {
+      dir.cleanup();
+    }
+  });
+
+  it('resolves az:// locations through storeForLocation and FileIO', async () => {
+    const container = await newContainer();
+    const io = new FileIO((uri) => storeForLocation(uri, { azure: options }));
+    const table = `az://${container}/wh/ns/t`;
+    await io.write(`${table}/metadata/v1.metadata.json`, '{"v":1}');
+    expect(await io.writeIfAbsent(`${table}/_delta_log/00000000000000000000.json`, 'c0')).toBe(true);
+    expect(await io.writeIfAbsent(`${table}/_delta_log/00000000000000000000.json`, 'c0 again')).toBe(false);
+    const uris: string[] = [];
+    for await (const m of io.list(`${table}/`)) uris.push(m.uri);
+    expect(uris).toEqual([`${table}/_delta_log/00000000000000000000.json`, `${table}/metadata/v1.metadata.json`]);
+    expect(await io.readText(`${table}/metadata/v1.metadata.json`)).toBe('{"v":1}');
+  });
+
+  it('names a missing container in every operation', async () => {
+    const store = storeAt('no-such-container', 'wh');
+    for (const op of [() => store.get('k'), () => store.put('k', 'x'), () => store.putIfAbsent('k', 'x'), () => store.head('k'), () => collect(store.list(''))]) {
+      const e = await errorOf(op);
+      expect(e.kind).toBe('not-found');
+      expect(e.message).toMatch(/^azure store: container "no-such-container" does not exist in account devstoreaccount1 \((read|write|list) .*: ContainerNotFound\)$/);
+    }
+  });
+
+  it('names a missing blob with its container and account', async () => {
+    const container = await newContainer();
+    const e = await errorOf(storeAt(container, 'wh').get('t/v9.metadata.json'));
+    expect(e.kind).toBe('not-found');
+    expect(e.message).toBe(`azure store: no blob "wh/t/v9.metadata.json" in container "${container}" of account devstoreaccount1`);
+  });
+
+  it('says which permission is missing when a read-only credential writes', async () => {
+    const container = await newContainer();
+    await storeAt(container, '').put('t/x.json', 'x');
+    const sas = generateBlobSASQueryParameters(
+      { containerName: container, permissions: ContainerSASPermissions.parse('rl'), expiresOn: new Date(Date.now() + 3_600_000) },
+      new StorageSharedKeyCredential(azurite.account, azurite.accountKey),
+    ).toString();
+    const reader = storeAt(container, '', { account: azurite.account, endpoint: azurite.endpoint, sasToken: sas });
+    expect(text(await reader.get('t/x.json'))).toBe('x');
+    const e = await errorOf(reader.put('t/y.json', 'y'));
+    expect(e.kind).toBe('io');
+    expect(e.retryable).toBe(false);
+    expect(e.message).toMatch(
+      new RegExp(`^azure store: access denied to write blob "t/y.json" in container "${container}" of account devstoreaccount1: the credential needs the Microsoft.Storage/storageAccounts/blobServices/containers/blobs/write permission, e.g. the Storage Blob Data Contributor role \\(AuthorizationPermissionMismatch, HTTP 403\\)$`),
+    );
+  });
+
+  it('says the account rejected the credential when the key is wrong', async () => {
+    const container = await newContainer();
+    const wrong = storeAt(container, '', { ...options, accountKey: Buffer.from('not the key').toString('base64') });
+    const e = await errorOf(wrong.put('x', 'x'));
+    expect(e.kind).toBe('io');
+    expect(e.message).toMatch(/^azure store: the account devstoreaccount1 rejected the credential for write blob "x" .*\(AuthorizationFailure|AuthenticationFailed/);
+  });
+});
+
+describe('AzureBlobStore errors without a server', () => {
+  it('says the endpoint cannot be reached, as a retryable io error', async () => {
+    const endpoint = `http://127.0.0.1:${await freePort()}/devstoreaccount1`;
+    const store = new AzureBlobStore({ root: 'az://tables/wh', account: 'devstoreaccount1', container: 'tables', prefix: 'wh' }, { endpoint, accountKey: 'a2V5', maxAttempts: 1 });
+    const e = await errorOf(store.put('t/x.json', 'x'));
+    expect(e.kind).toBe('io');
+    expect(e.retryable).toBe(true);
+    expect(e.message).toMatch(new RegExp(`^azure store: cannot reach the endpoint ${endpoint} to write blob "wh/t/x.json" in container "tables" of account devstoreaccount1 \\((ECONNREFUSED|REQUEST_SEND_ERROR)\\)$`));
+  });
+
+  it('asks for a credential when the settings give none', async () => {
+    const store = new AzureBlobStore({ root: 'az://tables', account: 'acct', container: 'tables', prefix: '' }, { account: 'acct' });
+    const e = await errorOf(store.put('x', 'x'));
+    expect(e.kind).toBe('invalid-input');
+    expect(e.message).toBe('azure store: expected a connection string, an account key or a SAS token for account "acct", found none');
+  });
+});
