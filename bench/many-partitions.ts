@@ -3,7 +3,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { Lakehouse } from '../src/index.ts';
 import { localPath } from '../src/core/uri.ts';
 import { scanRelationSql } from '../src/engine/read-scan.ts';
-import { liveFiles } from '../src/table/iceberg-scan.ts';
+import { liveFiles } from '../src/table/read/iceberg-scan.ts';
 import { ordersFile } from './data.ts';
 
 /** What a reader gave back: rows, distinct order IDs, the sum of order IDs, items in all lists. */

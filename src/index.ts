@@ -17,17 +17,17 @@
  */
 export { Lakehouse, type LakehouseOptions, type TableSummary } from './table/lakehouse.ts';
 export { Table, type ReadOptions, type HistoryEntry, type TableDescription } from './table/table.ts';
-export type { WriteOptions, WriteResult, WriteMode } from './table/writer.ts';
+export type { WriteOptions, WriteResult, WriteMode } from './table/write/writer.ts';
 export type { WriteTxn, TxnResult } from './format/dual/write-txn.ts';
 export type { SchemaChange } from './format/iceberg/schema.ts';
-export type { DeleteOptions, MergeOptions, MergeResult } from './table/merge.ts';
-export type { AlterOptions, AlterResult } from './table/alter.ts';
-export type { RegisterResult } from './table/register.ts';
-export type { LiveFiles, LiveFile, LiveDelete } from './table/live-files.ts';
-export type { VerifyOptions, VerifyResult, Finding, FindingKind } from './table/verify.ts';
-export type { WriteInput, InputFormat, Row } from './table/input.ts';
-export { interruptWrites } from './table/interrupt.ts';
-export type { ReadPlan, ReadFormat, TimeTravel } from './table/reader.ts';
+export type { DeleteOptions, MergeOptions, MergeResult } from './table/merge/merge.ts';
+export type { AlterOptions, AlterResult } from './table/manage/alter.ts';
+export type { RegisterResult } from './table/manage/register.ts';
+export type { LiveFiles, LiveFile, LiveDelete } from './table/read/live-files.ts';
+export type { VerifyOptions, VerifyResult, Finding, FindingKind } from './table/manage/verify.ts';
+export type { WriteInput, InputFormat, Row } from './table/write/input.ts';
+export { interruptWrites } from './table/write/interrupt.ts';
+export type { ReadPlan, ReadFormat, TimeTravel } from './table/read/reader.ts';
 export type { TableFormat } from './format/dual/table-properties.ts';
 export { TwinlakeError, type ErrorKind } from './core/errors.ts';
 export type { EngineOptions, EngineSettings } from './engine/engine-settings.ts';

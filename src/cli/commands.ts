@@ -8,7 +8,7 @@ import { invalidInput, notFound } from '../core/errors.ts';
 import { parseJson, stringifyJson } from '../core/json.ts';
 import { Lakehouse } from '../table/lakehouse.ts';
 import { resolveEngineSettings } from '../engine/engine-settings.ts';
-import { parseInputFormat, type WriteInput } from '../table/input.ts';
+import { parseInputFormat, type WriteInput } from '../table/write/input.ts';
 import { parseFormats, type RowChangeStrategy } from '../format/dual/table-properties.ts';
 import { parseTxnOption } from '../format/dual/write-txn.ts';
 import type { ReadOptions } from '../table/table.ts';

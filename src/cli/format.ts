@@ -2,14 +2,14 @@ import { stringifyJson } from '../core/json.ts';
 import { ENGINE_ENV, formatBytes, type EngineSettings } from '../engine/engine-settings.ts';
 import type { IcebergType, NestedField } from '../format/iceberg/types.ts';
 import { localPathIfFile } from '../core/uri.ts';
-import type { AlterResult } from '../table/alter.ts';
-import type { RegisterResult } from '../table/register.ts';
+import type { AlterResult } from '../table/manage/alter.ts';
+import type { RegisterResult } from '../table/manage/register.ts';
 import type { TableSummary } from '../table/lakehouse.ts';
-import type { LiveFiles } from '../table/live-files.ts';
-import type { MergeResult } from '../table/merge.ts';
+import type { LiveFiles } from '../table/read/live-files.ts';
+import type { MergeResult } from '../table/merge/merge.ts';
 import type { HistoryEntry, TableDescription } from '../table/table.ts';
-import type { VerifyResult } from '../table/verify.ts';
-import type { WriteResult } from '../table/writer.ts';
+import type { VerifyResult } from '../table/manage/verify.ts';
+import type { WriteResult } from '../table/write/writer.ts';
 import { Props } from '../format/dual/table-properties.ts';
 
 function cell(v: unknown): string {

@@ -1,6 +1,6 @@
 import { exitCodeOf, failureMessage } from './exit-codes.ts';
 import { createProgram } from './program.ts';
-import { interruptWrites } from '../table/interrupt.ts';
+import { interruptWrites } from '../table/write/interrupt.ts';
 
 /**
  * The `twinlake` command. Thin: parse arguments, call the library, format the result. Exit 0 on

@@ -6,7 +6,7 @@ import { finished } from 'node:stream/promises';
 import { parseTableIdentifier } from '../catalog/catalog.ts';
 import { invalidInput } from '../core/errors.ts';
 import { localPath } from '../core/uri.ts';
-import { trackStaging } from '../table/interrupt.ts';
+import { trackStaging } from '../table/write/interrupt.ts';
 import type { Lakehouse } from '../table/lakehouse.ts';
 
 const REGIONS = ['us-east', 'us-west', 'eu-central', 'eu-west', 'ap-south', 'ap-northeast', 'sa-east'];

@@ -7,18 +7,18 @@ import { normalizeTableIdentifier, parseTableIdentifier, type Catalog, type Tabl
 import { SqlCatalog } from '../catalog/sql-catalog.ts';
 import { DeltaRegistry } from '../catalog/delta-registry.ts';
 import { DuckDBSession } from '../engine/duckdb-session.ts';
-import { onInterrupt, trackStaging } from './interrupt.ts';
+import { onInterrupt, trackStaging } from './write/interrupt.ts';
 import { resolveEngineSettings, type EngineOptions, type EngineSettings } from '../engine/engine-settings.ts';
 import { copyScanTo, readScan } from '../engine/read-scan.ts';
 import { FileIO } from '../io/file-io.ts';
 import { LocalStore } from '../io/local-store.ts';
 import { storeForLocation } from '../io/store-for-uri.ts';
 import { parseTableMetadata } from '../format/iceberg/table-metadata.ts';
-import { locateMetadataFile } from './metadata-locator.ts';
-import { planRead, type ReadPlan, type TableSource } from './reader.ts';
+import { locateMetadataFile } from './read/metadata-locator.ts';
+import { planRead, type ReadPlan, type TableSource } from './read/reader.ts';
 import { describeDelta, describeIceberg, deltaTableHistory, icebergHistory, Table, type HistoryEntry, type ReadOptions, type TableDescription } from './table.ts';
-import { latestDeltaVersion } from './delta-log.ts';
-import { listLiveFiles, type LiveFiles } from './live-files.ts';
+import { latestDeltaVersion } from './delta/delta-log.ts';
+import { listLiveFiles, type LiveFiles } from './read/live-files.ts';
 import type { TableFormat } from '../format/dual/table-properties.ts';
 import type { TableMetadata } from '../format/iceberg/types.ts';
 

@@ -2,27 +2,27 @@ import { invalidInput, unsupported } from '../core/errors.ts';
 import { joinUri } from '../core/uri.ts';
 import type { FileIO } from '../io/file-io.ts';
 import { commitPath } from '../format/delta/actions.ts';
-import { alterTable, type AlterOptions, type AlterResult } from './alter.ts';
-import { registerTable, type RegisterResult } from './register.ts';
-import { listLiveFiles, type LiveFiles } from './live-files.ts';
+import { alterTable, type AlterOptions, type AlterResult } from './manage/alter.ts';
+import { registerTable, type RegisterResult } from './manage/register.ts';
+import { listLiveFiles, type LiveFiles } from './read/live-files.ts';
 import { checkPlacement } from './table-placement.ts';
 import { parseStats } from '../format/delta/stats.ts';
-import { deltaHistory, deltaScanTask, deltaVersionOfSnapshot, readDeltaSnapshot } from './delta-log.ts';
-import { writeDeltaOnly } from './delta-writer.ts';
-import { syncDelta } from './delta-sync.ts';
-import { catalogSubject, verifyTable, type VerifyOptions, type VerifyResult } from './verify.ts';
-import { deleteRows, mergeTable, type DeleteOptions, type MergeOptions, type MergeResult } from './merge.ts';
+import { deltaHistory, deltaScanTask, deltaVersionOfSnapshot, readDeltaSnapshot } from './delta/delta-log.ts';
+import { writeDeltaOnly } from './write/delta-writer.ts';
+import { syncDelta } from './delta/delta-sync.ts';
+import { catalogSubject, verifyTable, type VerifyOptions, type VerifyResult } from './manage/verify.ts';
+import { deleteRows, mergeTable, type DeleteOptions, type MergeOptions, type MergeResult } from './merge/merge.ts';
 import type { Schema, StructType, TableMetadata } from '../format/iceberg/types.ts';
 import { ancestors, currentSchema, currentSnapshot, specById } from '../format/iceberg/table-metadata.ts';
 import { formatPartitionSpec } from '../format/iceberg/partition-spec-parser.ts';
 import { copyScanTo, countScan, readScan } from '../engine/read-scan.ts';
 import { deltaVersionOf, OPERATION_KEY, type TableOperation } from '../format/dual/summary-keys.ts';
-import type { WriteInput } from './input.ts';
-import { planRead, type ReadFormat, type ReadPlan, type TableSource, type TimeTravel } from './reader.ts';
+import type { WriteInput } from './write/input.ts';
+import { planRead, type ReadFormat, type ReadPlan, type TableSource, type TimeTravel } from './read/reader.ts';
 import type { TableContext } from './table-context.ts';
 import { identString } from './table-context.ts';
 import { checkCreationOptions, parseFormats, tableFormats, type TableFormat } from '../format/dual/table-properties.ts';
-import { createTable, writeTable, type WriteOptions, type WriteResult } from './writer.ts';
+import { createTable, writeTable, type WriteOptions, type WriteResult } from './write/writer.ts';
 
 export interface ReadOptions extends TimeTravel {
   /** Which projection to read through; Iceberg by default. */

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Lakehouse, type Catalog } from '../../src/index.ts';
-import { CommitRetry, commitRetryPolicy, DEFAULT_COMMIT_RETRY, retryWaitMs } from '../../src/table/commit-retry.ts';
+import { CommitRetry, commitRetryPolicy, DEFAULT_COMMIT_RETRY, retryWaitMs } from '../../src/table/commit/commit-retry.ts';
 import { errorOf, listFiles, tempDir } from '../helpers.ts';
 
 /** `inner`, with a real concurrent append committed ahead of each of the first `times` commits. */

@@ -13,7 +13,7 @@ import type { DeletionVectorDescriptor } from '../../src/format/delta/actions.ts
 import { deletionVectorLocation, inlineDeletionVector, readDeletionVectorFile } from '../../src/format/delta/deletion-vector.ts';
 import { listLogSegment } from '../../src/format/delta/replay.ts';
 import type { ScanTask } from '../../src/format/scan-task.ts';
-import { deltaScanTask, readDeltaSnapshot } from '../../src/table/delta-log.ts';
+import { deltaScanTask, readDeltaSnapshot } from '../../src/table/delta/delta-log.ts';
 import { canonRow, parquetRowCount, readParquetRows, readTaskRows } from './delta-read-rows.ts';
 
 /**

@@ -11,9 +11,9 @@ import { findCommitInfo } from '../../src/format/delta/replay.ts';
 import { currentSchema, currentSnapshot } from '../../src/format/iceberg/table-metadata.ts';
 import type { Snapshot } from '../../src/format/iceberg/types.ts';
 import type { TableUpdate } from '../../src/format/iceberg/updates.ts';
-import { liveFiles } from '../../src/table/iceberg-scan.ts';
-import type { LiveFiles } from '../../src/table/live-files.ts';
-import { SnapshotProducer } from '../../src/table/snapshot-producer.ts';
+import { liveFiles } from '../../src/table/read/iceberg-scan.ts';
+import type { LiveFiles } from '../../src/table/read/live-files.ts';
+import { SnapshotProducer } from '../../src/table/commit/snapshot-producer.ts';
 import { cli } from '../helpers.ts';
 import { lakehouseFixture } from '../lakehouse-fixture.ts';
 

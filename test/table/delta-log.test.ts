@@ -6,7 +6,7 @@ import { parseCommit } from '../../src/format/delta/actions.ts';
 import type { DeltaSnapshot } from '../../src/format/delta/replay.ts';
 import { toDeltaSchema } from '../../src/format/delta/schema.ts';
 import type { Schema } from '../../src/format/iceberg/types.ts';
-import { dataFileUri, deltaScanTask, latestDeltaVersion, readDeltaSnapshot, writeDeltaCommit } from '../../src/table/delta-log.ts';
+import { dataFileUri, deltaScanTask, latestDeltaVersion, readDeltaSnapshot, writeDeltaCommit } from '../../src/table/delta/delta-log.ts';
 import { rejection } from '../helpers.ts';
 
 const schema: Schema = {

@@ -9,7 +9,7 @@ import { FileIO } from '../../src/io/file-io.ts';
 import { storeForLocation } from '../../src/io/store-for-uri.ts';
 import { parseTableMetadata } from '../../src/format/iceberg/table-metadata.ts';
 import type { TableMetadata } from '../../src/format/iceberg/types.ts';
-import { liveFiles, planIcebergScan } from '../../src/table/iceberg-scan.ts';
+import { liveFiles, planIcebergScan } from '../../src/table/read/iceberg-scan.ts';
 import { hasTestdata, testdata } from '../helpers.ts';
 
 /**

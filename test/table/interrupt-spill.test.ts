@@ -2,7 +2,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Lakehouse } from '../../src/index.ts';
-import { interruptWrites } from '../../src/table/interrupt.ts';
+import { interruptWrites } from '../../src/table/write/interrupt.ts';
 import { tempDir } from '../helpers.ts';
 
 // interruptWrites refuses every later write of the process: this file has a worker of its own.

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { describe, expect, it } from 'vitest';
 import { localPath } from '../../src/core/uri.ts';
-import type { LiveFiles } from '../../src/table/live-files.ts';
+import type { LiveFiles } from '../../src/table/read/live-files.ts';
 import { lakehouseFixture } from '../lakehouse-fixture.ts';
 
 /** Rows through DuckDB over exactly the listed files, position delete files applied in SQL. */

@@ -7,7 +7,7 @@ import { decodeManifest } from '../../src/format/iceberg/manifest.ts';
 import { newTableMetadata, parseTableMetadata } from '../../src/format/iceberg/table-metadata.ts';
 import type { TableMetadata } from '../../src/format/iceberg/types.ts';
 import { rowChangeStrategy } from '../../src/format/dual/table-properties.ts';
-import { liveFiles } from '../../src/table/iceberg-scan.ts';
+import { liveFiles } from '../../src/table/read/iceberg-scan.ts';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { lakehouseFixture } from '../lakehouse-fixture.ts';
 import { fileUri } from '../../src/core/uri.ts';

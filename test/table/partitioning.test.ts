@@ -8,7 +8,7 @@ import { applyTransform, partitionPathSegment } from '../../src/format/iceberg/t
 import { indexById } from '../../src/format/iceberg/schema.ts';
 import { specById } from '../../src/format/iceberg/table-metadata.ts';
 import { parseTimestamp } from '../../src/format/iceberg/single-value.ts';
-import { liveFiles } from '../../src/table/iceberg-scan.ts';
+import { liveFiles } from '../../src/table/read/iceberg-scan.ts';
 import { tempDir } from '../helpers.ts';
 
 /** Rows with the edge values partitioning must get right. */

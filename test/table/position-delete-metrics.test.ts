@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { localPath } from '../../src/core/uri.ts';
 import { POSITION_DELETE_FILE_PATH_ID, POSITION_DELETE_POS_ID } from '../../src/format/iceberg/schema.ts';
 import { DataFileContent } from '../../src/format/iceberg/types.ts';
-import { liveFiles } from '../../src/table/iceberg-scan.ts';
+import { liveFiles } from '../../src/table/read/iceberg-scan.ts';
 import { lakehouseFixture } from '../lakehouse-fixture.ts';
 
 describe('position delete files', () => {

@@ -4,8 +4,8 @@ import { applyUpdates } from '../../src/format/iceberg/updates.ts';
 import { partitionIdentity } from '../../src/format/iceberg/snapshot-summary.ts';
 import { currentSchema, currentSnapshot } from '../../src/format/iceberg/table-metadata.ts';
 import { DataFileContent, type DataFile, type TableMetadata } from '../../src/format/iceberg/types.ts';
-import { liveFiles } from '../../src/table/iceberg-scan.ts';
-import { SnapshotProducer, type SnapshotChange } from '../../src/table/snapshot-producer.ts';
+import { liveFiles } from '../../src/table/read/iceberg-scan.ts';
+import { SnapshotProducer, type SnapshotChange } from '../../src/table/commit/snapshot-producer.ts';
 import { lakehouseFixture } from '../lakehouse-fixture.ts';
 
 /**

@@ -18,7 +18,7 @@ import { snapshotTxn } from './write-txn.ts';
  * version mirrors one Iceberg snapshot, which it names (`commitInfo.icebergSnapshotId`): that is
  * the mapping. Everything here is a function of its input: times come from the snapshot and the
  * metadata, never a clock, so a lost Delta commit is derived again byte for byte. Reading the
- * manifests and the log is the caller's part (src/table/delta-projection.ts).
+ * manifests and the log is the caller's part (src/table/delta/delta-projection.ts).
  */
 
 /** A delete file and the Delta deletion vector descriptor of the rows it deletes. */

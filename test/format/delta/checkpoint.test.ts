@@ -16,7 +16,7 @@ import {
   resolveSidecars,
 } from '../../../src/format/delta/checkpoint.ts';
 import { replay } from '../../../src/format/delta/replay.ts';
-import { decodeCheckpoint, decodeCheckpointParquet } from '../../../src/table/delta-log.ts';
+import { decodeCheckpoint, decodeCheckpointParquet } from '../../../src/table/delta/delta-log.ts';
 
 
 describe('_last_checkpoint', () => {

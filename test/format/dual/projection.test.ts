@@ -13,7 +13,7 @@ import { assignPhysicalNames } from '../../../src/format/dual/physical-names.ts'
 import { Props, writePhysicalNames } from '../../../src/format/dual/table-properties.ts';
 import { FileIO } from '../../../src/io/file-io.ts';
 import { storeForLocation } from '../../../src/io/store-for-uri.ts';
-import { liveFiles } from '../../../src/table/iceberg-scan.ts';
+import { liveFiles } from '../../../src/table/read/iceberg-scan.ts';
 import { hasTestdata, listFiles, testdata } from '../../helpers.ts';
 import { decodeFixture, parseFixture } from './fixture-json.ts';
 

@@ -1,8 +1,8 @@
 import { readFile, stat } from 'node:fs/promises';
-import { invalidInput, type TwinlakeError } from '../core/errors.ts';
-import { parseJson } from '../core/json.ts';
-import type { DuckDBSession } from '../engine/duckdb-session.ts';
-import { firstBadJsonLine, linesReadable, MAX_TEXT_BYTES, megabytes as mb, scanLines } from '../engine/text-lines.ts';
+import { invalidInput, type TwinlakeError } from '../../core/errors.ts';
+import { parseJson } from '../../core/json.ts';
+import type { DuckDBSession } from '../../engine/duckdb-session.ts';
+import { firstBadJsonLine, linesReadable, MAX_TEXT_BYTES, megabytes as mb, scanLines } from '../../engine/text-lines.ts';
 import type { PreparedFile, PreparedInput } from './input.ts';
 
 /**

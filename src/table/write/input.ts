@@ -4,10 +4,10 @@ import { tmpdir } from 'node:os';
 import { extname, join, relative, resolve, sep } from 'node:path';
 import type { Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
-import { invalidInput, notFound } from '../core/errors.ts';
-import { stringifyJson } from '../core/json.ts';
+import { invalidInput, notFound } from '../../core/errors.ts';
+import { stringifyJson } from '../../core/json.ts';
 
-import type { InputFile, InputFormat, InputLabel } from '../engine/infer-schema.ts';
+import type { InputFile, InputFormat, InputLabel } from '../../engine/infer-schema.ts';
 import { trackStaging } from './interrupt.ts';
 
 export type { InputFormat };

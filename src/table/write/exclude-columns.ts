@@ -1,5 +1,5 @@
-import { invalidInput } from '../core/errors.ts';
-import type { NestedField, StructType } from '../format/iceberg/types.ts';
+import { invalidInput } from '../../core/errors.ts';
+import type { NestedField, StructType } from '../../format/iceberg/types.ts';
 
 /**
  * Columns of the input that steer a write but are not stored (`excludeColumns`: a CDC feed's

@@ -1,10 +1,10 @@
-import { invalidInput, notFound } from '../core/errors.ts';
-import type { FileIO } from '../io/file-io.ts';
-import { snapshotAsOf, snapshotById } from '../format/iceberg/table-metadata.ts';
-import type { Snapshot, TableMetadata } from '../format/iceberg/types.ts';
-import type { ScanTask } from '../format/scan-task.ts';
-import { deltaScanTask, deltaVersionOfSnapshot, icebergSnapshotOf, readDeltaSnapshot } from './delta-log.ts';
-import { deltaVersionOf } from '../format/dual/summary-keys.ts';
+import { invalidInput, notFound } from '../../core/errors.ts';
+import type { FileIO } from '../../io/file-io.ts';
+import { snapshotAsOf, snapshotById } from '../../format/iceberg/table-metadata.ts';
+import type { Snapshot, TableMetadata } from '../../format/iceberg/types.ts';
+import type { ScanTask } from '../../format/scan-task.ts';
+import { deltaScanTask, deltaVersionOfSnapshot, icebergSnapshotOf, readDeltaSnapshot } from '../delta/delta-log.ts';
+import { deltaVersionOf } from '../../format/dual/summary-keys.ts';
 import { enginePath, enginePaths, planIcebergScan } from './iceberg-scan.ts';
 import { bindFilter, pruneDeltaTask } from './scan-filter.ts';
 

@@ -1,12 +1,12 @@
 import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { dataInvalid, unsupported } from '../core/errors.ts';
-import { newUuid } from '../core/ids.ts';
-import { mapLimit } from '../core/concurrency.ts';
-import { joinUri } from '../core/uri.ts';
-import { quoteString } from '../engine/duckdb-session.ts';
-import { fileStatsOf } from '../engine/encode.ts';
-import type { FileIO } from '../io/file-io.ts';
+import { dataInvalid, unsupported } from '../../core/errors.ts';
+import { newUuid } from '../../core/ids.ts';
+import { mapLimit } from '../../core/concurrency.ts';
+import { joinUri } from '../../core/uri.ts';
+import { quoteString } from '../../engine/duckdb-session.ts';
+import { fileStatsOf } from '../../engine/encode.ts';
+import type { FileIO } from '../../io/file-io.ts';
 import {
   decodeDeletionVectorBlob,
   deletionVectorFileFromPuffin,
@@ -15,19 +15,19 @@ import {
   fileDescriptor,
   puffinBlobInDeletionVectorFile,
   soleDeletionVector,
-} from '../format/delta/deletion-vector.ts';
-import { POSITION_DELETE_FILE_PATH_ID, POSITION_DELETE_POS_ID } from '../format/iceberg/schema.ts';
-import { toBinary } from '../format/iceberg/single-value.ts';
-import { icebergMetrics } from '../format/parquet/stats.ts';
-import type { DeletionVectorDescriptor } from '../format/delta/actions.ts';
-import { encodeDeletionVectorPuffin } from '../format/iceberg/puffin.ts';
-import { DataFileContent, type DataFile, type StructType, type TableMetadata } from '../format/iceberg/types.ts';
-import { RoaringBitmap64 } from '../format/roaring.ts';
-import { applicableDeletes, type ApplicableDeletes } from '../format/iceberg/scan.ts';
-import { engineLocalPath } from './iceberg-scan.ts';
-import type { TableContext } from './table-context.ts';
-import { tableFormats } from '../format/dual/table-properties.ts';
-import { discardUncommitted, stagingFolder, trackStaging, writeUncommitted } from './interrupt.ts';
+} from '../../format/delta/deletion-vector.ts';
+import { POSITION_DELETE_FILE_PATH_ID, POSITION_DELETE_POS_ID } from '../../format/iceberg/schema.ts';
+import { toBinary } from '../../format/iceberg/single-value.ts';
+import { icebergMetrics } from '../../format/parquet/stats.ts';
+import type { DeletionVectorDescriptor } from '../../format/delta/actions.ts';
+import { encodeDeletionVectorPuffin } from '../../format/iceberg/puffin.ts';
+import { DataFileContent, type DataFile, type StructType, type TableMetadata } from '../../format/iceberg/types.ts';
+import { RoaringBitmap64 } from '../../format/roaring.ts';
+import { applicableDeletes, type ApplicableDeletes } from '../../format/iceberg/scan.ts';
+import { engineLocalPath } from '../read/iceberg-scan.ts';
+import type { TableContext } from '../table-context.ts';
+import { tableFormats } from '../../format/dual/table-properties.ts';
+import { discardUncommitted, stagingFolder, trackStaging, writeUncommitted } from '../write/interrupt.ts';
 
 /**
  * Row-level deletes written by merge-on-read, and the deletes a merge or delete must respect when

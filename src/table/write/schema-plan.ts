@@ -1,13 +1,13 @@
-import { invalidInput } from '../core/errors.ts';
-import { newUuid } from '../core/ids.ts';
-import { evolvePartitionSpec, parsePartitionSpec } from '../format/iceberg/partition-spec-parser.ts';
-import { assignFreshIds, evolveSchema, indexById, nameMapping, ROW_LINEAGE_FIELDS, typeToString, type SchemaChange } from '../format/iceberg/schema.ts';
-import { currentSchema, currentSnapshot, newTableMetadata, specById } from '../format/iceberg/table-metadata.ts';
-import type { PartitionSpec, Schema, StructType, TableMetadata } from '../format/iceberg/types.ts';
-import { applyUpdates, type TableRequirement, type TableUpdate } from '../format/iceberg/updates.ts';
-import { checkDeltaPartitioning, checkIdentityUnchanged } from '../format/dual/delta-partitioning.ts';
-import { assignPhysicalNames } from '../format/dual/physical-names.ts';
-import type { TableContext } from './table-context.ts';
+import { invalidInput } from '../../core/errors.ts';
+import { newUuid } from '../../core/ids.ts';
+import { evolvePartitionSpec, parsePartitionSpec } from '../../format/iceberg/partition-spec-parser.ts';
+import { assignFreshIds, evolveSchema, indexById, nameMapping, ROW_LINEAGE_FIELDS, typeToString, type SchemaChange } from '../../format/iceberg/schema.ts';
+import { currentSchema, currentSnapshot, newTableMetadata, specById } from '../../format/iceberg/table-metadata.ts';
+import type { PartitionSpec, Schema, StructType, TableMetadata } from '../../format/iceberg/types.ts';
+import { applyUpdates, type TableRequirement, type TableUpdate } from '../../format/iceberg/updates.ts';
+import { checkDeltaPartitioning, checkIdentityUnchanged } from '../../format/dual/delta-partitioning.ts';
+import { assignPhysicalNames } from '../../format/dual/physical-names.ts';
+import type { TableContext } from '../table-context.ts';
 import {
   boolProp,
   DEFAULT_TARGET_FILE_SIZE,
@@ -18,7 +18,7 @@ import {
   rowChangeStrategy,
   tableFormats,
   writePhysicalNames,
-} from '../format/dual/table-properties.ts';
+} from '../../format/dual/table-properties.ts';
 import type { WriteOptions } from './writer.ts';
 
 /**

@@ -1,11 +1,11 @@
-import { dataInvalid, TwinlakeError } from '../core/errors.ts';
-import type { FileIO } from '../io/file-io.ts';
-import type { Action } from '../format/delta/actions.ts';
-import { commitPath, parseCommit, serializeCommit } from '../format/delta/actions.ts';
-import { findCommitInfo } from '../format/delta/replay.ts';
-import { snapshotById } from '../format/iceberg/table-metadata.ts';
-import type { DataFile, ManifestEntry, ManifestFile, Snapshot, TableMetadata } from '../format/iceberg/types.ts';
-import { type DeltaHead, planCatchUp } from '../format/dual/catch-up-plan.ts';
+import { dataInvalid, TwinlakeError } from '../../core/errors.ts';
+import type { FileIO } from '../../io/file-io.ts';
+import type { Action } from '../../format/delta/actions.ts';
+import { commitPath, parseCommit, serializeCommit } from '../../format/delta/actions.ts';
+import { findCommitInfo } from '../../format/delta/replay.ts';
+import { snapshotById } from '../../format/iceberg/table-metadata.ts';
+import type { DataFile, ManifestEntry, ManifestFile, Snapshot, TableMetadata } from '../../format/iceberg/types.ts';
+import { type DeltaHead, planCatchUp } from '../../format/dual/catch-up-plan.ts';
 import {
   creationActions,
   type DeleteFileDv,
@@ -16,12 +16,12 @@ import {
   projectJump,
   projectSnapshot,
   type SnapshotChanges,
-} from '../format/dual/projection.ts';
-import { DELTA_START_KEY, deltaVersionOf, nextDeltaVersion } from '../format/dual/summary-keys.ts';
-import { readManifestEntries, readManifestList } from './manifest-io.ts';
+} from '../../format/dual/projection.ts';
+import { DELTA_START_KEY, deltaVersionOf, nextDeltaVersion } from '../../format/dual/summary-keys.ts';
+import { readManifestEntries, readManifestList } from '../commit/manifest-io.ts';
 import { readDeltaHead, readDeltaSnapshot } from './delta-log.ts';
-import { liveFiles } from './iceberg-scan.ts';
-import { deltaDescriptor } from './row-deletes.ts';
+import { liveFiles } from '../read/iceberg-scan.ts';
+import { deltaDescriptor } from '../merge/row-deletes.ts';
 
 /**
  * Keeps the Delta log a projection of the Iceberg lineage (DESIGN.md §1): reads what the pure

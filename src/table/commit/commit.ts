@@ -1,12 +1,12 @@
-import type { LoadTableResult } from '../catalog/catalog.ts';
-import type { TableMetadata } from '../format/iceberg/types.ts';
+import type { LoadTableResult } from '../../catalog/catalog.ts';
+import type { TableMetadata } from '../../format/iceberg/types.ts';
 import { CommitRetry, commitRetryPolicy } from './commit-retry.ts';
-import { finishDelta, repairDelta } from './delta-sync.ts';
-import { discardUncommitted, guardCommit } from './interrupt.ts';
-import type { TableContext } from './table-context.ts';
+import { finishDelta, repairDelta } from '../delta/delta-sync.ts';
+import { discardUncommitted, guardCommit } from '../write/interrupt.ts';
+import type { TableContext } from '../table-context.ts';
 import { Transaction, type CheckedTxn, type IcebergCommitted, type TableAction, type TransactionOutcome } from './transaction.ts';
-import { latestIcebergTxn, txnOutcome, type TxnResult } from '../format/dual/write-txn.ts';
-import { isTwinlakeError } from '../core/errors.ts';
+import { latestIcebergTxn, txnOutcome, type TxnResult } from '../../format/dual/write-txn.ts';
+import { isTwinlakeError } from '../../core/errors.ts';
 
 /**
  * Every write — append, overwrite, merge, delete, a Delta-only table's write — is "prepare files,

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import type { FileIO } from '../io/file-io.ts';
-import { decodeManifest, encodeManifest, inheritFirstRowIds, inheritSequenceNumbers } from '../format/iceberg/manifest.ts';
-import { decodeManifestList } from '../format/iceberg/manifest-list.ts';
-import type { ManifestEntry, ManifestFile, PartitionSpec, Schema, TableMetadata } from '../format/iceberg/types.ts';
-import { Props } from '../format/dual/table-properties.ts';
+import type { FileIO } from '../../io/file-io.ts';
+import { decodeManifest, encodeManifest, inheritFirstRowIds, inheritSequenceNumbers } from '../../format/iceberg/manifest.ts';
+import { decodeManifestList } from '../../format/iceberg/manifest-list.ts';
+import type { ManifestEntry, ManifestFile, PartitionSpec, Schema, TableMetadata } from '../../format/iceberg/types.ts';
+import { Props } from '../../format/dual/table-properties.ts';
 
 /** Reads and writes the Avro files of a snapshot through a FileIO. */
 

@@ -1,13 +1,13 @@
-import { errorMessage, invalidInput } from '../core/errors.ts';
-import type { Snapshot, TableMetadata } from '../format/iceberg/types.ts';
+import { errorMessage, invalidInput } from '../../core/errors.ts';
+import type { Snapshot, TableMetadata } from '../../format/iceberg/types.ts';
 import { writeDeltaCheckpointIfDue } from './delta-checkpoint.ts';
 import { type CatchUpResult, catchUpDelta } from './delta-projection.ts';
-import { checkpointInterval } from '../format/dual/delta-metadata.ts';
-import { deltaVersionOf } from '../format/dual/summary-keys.ts';
-import type { TableContext } from './table-context.ts';
-import { identString } from './table-context.ts';
-import { tableFormats } from '../format/dual/table-properties.ts';
-import { catalogSubject, repairTableFiles } from './verify.ts';
+import { checkpointInterval } from '../../format/dual/delta-metadata.ts';
+import { deltaVersionOf } from '../../format/dual/summary-keys.ts';
+import type { TableContext } from '../table-context.ts';
+import { identString } from '../table-context.ts';
+import { tableFormats } from '../../format/dual/table-properties.ts';
+import { catalogSubject, repairTableFiles } from '../manage/verify.ts';
 
 /** The Delta half of a commit: the missing versions written after Iceberg committed. */
 

@@ -1,12 +1,12 @@
-import { bind, rewriteNot, type BoundExpr } from '../format/expressions/bind.ts';
-import { dataFileMetrics, decodeFieldSummaries } from '../format/expressions/decode.ts';
-import { deltaStatsMightMatch, manifestMightMatch, partitionMightMatch, rowsMightMatch, toDuckDBSql } from '../format/expressions/evaluate.ts';
-import { parseFilter } from '../format/expressions/parser.ts';
-import { parseStats } from '../format/delta/stats.ts';
-import type { DeltaSnapshot } from '../format/delta/replay.ts';
-import type { DataFile, ManifestFile, PartitionSpec, Schema, StructType } from '../format/iceberg/types.ts';
-import { quoteIdent } from '../format/parquet/duckdb-types.ts';
-import type { ScanExplain, ScanTask } from '../format/scan-task.ts';
+import { bind, rewriteNot, type BoundExpr } from '../../format/expressions/bind.ts';
+import { dataFileMetrics, decodeFieldSummaries } from '../../format/expressions/decode.ts';
+import { deltaStatsMightMatch, manifestMightMatch, partitionMightMatch, rowsMightMatch, toDuckDBSql } from '../../format/expressions/evaluate.ts';
+import { parseFilter } from '../../format/expressions/parser.ts';
+import { parseStats } from '../../format/delta/stats.ts';
+import type { DeltaSnapshot } from '../../format/delta/replay.ts';
+import type { DataFile, ManifestFile, PartitionSpec, Schema, StructType } from '../../format/iceberg/types.ts';
+import { quoteIdent } from '../../format/parquet/duckdb-types.ts';
+import type { ScanExplain, ScanTask } from '../../format/scan-task.ts';
 
 /**
  * Filters and pruning (spec §Scan Planning): a `where` text is parsed and bound to the schema

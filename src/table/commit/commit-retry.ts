@@ -1,5 +1,5 @@
-import { TwinlakeError } from '../core/errors.ts';
-import { intProp, Props } from '../format/dual/table-properties.ts';
+import { TwinlakeError } from '../../core/errors.ts';
+import { intProp, Props } from '../../format/dual/table-properties.ts';
 
 /**
  * How a commit that lost to a concurrent commit is tried again: Iceberg's `commit.retry.*` table

@@ -1,17 +1,17 @@
-import { isTwinlakeError } from '../core/errors.ts';
-import { newSnapshotId } from '../core/ids.ts';
-import { currentSchema, currentSnapshot, snapshotById } from '../format/iceberg/table-metadata.ts';
-import type { DataFile, Snapshot, TableMetadata } from '../format/iceberg/types.ts';
-import { checkRequirements, type TableRequirement, type TableUpdate } from '../format/iceberg/updates.ts';
-import type { TableCommit } from '../catalog/catalog.ts';
-import { DELTA_DV_KEY, DELTA_START_KEY, DELTA_VERSION_KEY, deletionVectorsOn } from '../format/dual/summary-keys.ts';
-import { nextDeltaVersionAfter } from './delta-projection.ts';
-import { planSchema, rebasePlan, type SchemaPlan } from './schema-plan.ts';
+import { isTwinlakeError } from '../../core/errors.ts';
+import { newSnapshotId } from '../../core/ids.ts';
+import { currentSchema, currentSnapshot, snapshotById } from '../../format/iceberg/table-metadata.ts';
+import type { DataFile, Snapshot, TableMetadata } from '../../format/iceberg/types.ts';
+import { checkRequirements, type TableRequirement, type TableUpdate } from '../../format/iceberg/updates.ts';
+import type { TableCommit } from '../../catalog/catalog.ts';
+import { DELTA_DV_KEY, DELTA_START_KEY, DELTA_VERSION_KEY, deletionVectorsOn } from '../../format/dual/summary-keys.ts';
+import { nextDeltaVersionAfter } from '../delta/delta-projection.ts';
+import { planSchema, rebasePlan, type SchemaPlan } from '../write/schema-plan.ts';
 import { SnapshotProducer, type RowDeletesBasis, type SnapshotChange } from './snapshot-producer.ts';
-import type { TableContext } from './table-context.ts';
-import { tableFormats } from '../format/dual/table-properties.ts';
+import type { TableContext } from '../table-context.ts';
+import { tableFormats } from '../../format/dual/table-properties.ts';
 import type { ActionBase, ActionResult, TableAction } from './transaction.ts';
-import { TWINLAKE_VERSION } from '../format/dual/version.ts';
+import { TWINLAKE_VERSION } from '../../format/dual/version.ts';
 
 /**
  * The actions of a Transaction (transaction.ts), each re-applied on every attempt's base. The

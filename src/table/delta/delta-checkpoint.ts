@@ -1,14 +1,14 @@
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { errorMessage } from '../core/errors.ts';
-import { stringifyJson } from '../core/json.ts';
-import { quoteString } from '../engine/duckdb-session.ts';
-import { buildLastCheckpoint, CHECKPOINT_COLUMNS, checkpointActions, parseLastCheckpoint } from '../format/delta/checkpoint.ts';
-import { checkpointPath } from '../format/delta/actions.ts';
+import { errorMessage } from '../../core/errors.ts';
+import { stringifyJson } from '../../core/json.ts';
+import { quoteString } from '../../engine/duckdb-session.ts';
+import { buildLastCheckpoint, CHECKPOINT_COLUMNS, checkpointActions, parseLastCheckpoint } from '../../format/delta/checkpoint.ts';
+import { checkpointPath } from '../../format/delta/actions.ts';
 import { readDeltaSnapshot } from './delta-log.ts';
-import type { TableContext } from './table-context.ts';
-import { identString } from './table-context.ts';
-import { stagingFolder, trackStaging } from './interrupt.ts';
+import type { TableContext } from '../table-context.ts';
+import { identString } from '../table-context.ts';
+import { stagingFolder, trackStaging } from '../write/interrupt.ts';
 
 /**
  * A classic Parquet checkpoint every `delta.checkpointInterval` versions (PROTOCOL.md

@@ -1,14 +1,14 @@
-import { newUuid } from '../core/ids.ts';
-import { TwinlakeError } from '../core/errors.ts';
-import { joinUri } from '../core/uri.ts';
-import type { FileIO } from '../io/file-io.ts';
-import { encodeManifestList, partitionSummaries } from '../format/iceberg/manifest-list.ts';
-import { deleteFileKey, partitionType } from '../format/iceberg/manifest.ts';
-import { partitionIdentity, summarize } from '../format/iceberg/snapshot-summary.ts';
-import { currentSnapshot, isUnpartitioned, specById } from '../format/iceberg/table-metadata.ts';
-import type { DataFile, FieldSummary, ManifestEntry, ManifestFile, Operation, PartitionSpec, Schema, Snapshot, TableMetadata } from '../format/iceberg/types.ts';
+import { newUuid } from '../../core/ids.ts';
+import { TwinlakeError } from '../../core/errors.ts';
+import { joinUri } from '../../core/uri.ts';
+import type { FileIO } from '../../io/file-io.ts';
+import { encodeManifestList, partitionSummaries } from '../../format/iceberg/manifest-list.ts';
+import { deleteFileKey, partitionType } from '../../format/iceberg/manifest.ts';
+import { partitionIdentity, summarize } from '../../format/iceberg/snapshot-summary.ts';
+import { currentSnapshot, isUnpartitioned, specById } from '../../format/iceberg/table-metadata.ts';
+import type { DataFile, FieldSummary, ManifestEntry, ManifestFile, Operation, PartitionSpec, Schema, Snapshot, TableMetadata } from '../../format/iceberg/types.ts';
 import { avroCodec, readManifestEntries, readManifestList, syncMarker, writeManifest } from './manifest-io.ts';
-import { intProp, Props, boolProp } from '../format/dual/table-properties.ts';
+import { intProp, Props, boolProp } from '../../format/dual/table-properties.ts';
 
 /**
  * Builds one Iceberg snapshot on top of a base metadata (spec §Snapshots, §Manifests,

@@ -1,5 +1,5 @@
-import { joinUri } from '../core/uri.ts';
-import type { FileIO } from '../io/file-io.ts';
+import { joinUri } from '../../core/uri.ts';
+import type { FileIO } from '../../io/file-io.ts';
 
 /**
  * Finds the current Iceberg metadata file of a table known only by its location (DESIGN.md §1:

@@ -1,14 +1,14 @@
-import { fileUri, localPath } from '../core/uri.ts';
-import type { FileIO } from '../io/file-io.ts';
-import { planDeletes } from '../format/iceberg/scan.ts';
-import { fromBinary } from '../format/iceberg/single-value.ts';
-import { indexById, parseNameMapping } from '../format/iceberg/schema.ts';
-import { currentSchema, schemaById, specById } from '../format/iceberg/table-metadata.ts';
+import { fileUri, localPath } from '../../core/uri.ts';
+import type { FileIO } from '../../io/file-io.ts';
+import { planDeletes } from '../../format/iceberg/scan.ts';
+import { fromBinary } from '../../format/iceberg/single-value.ts';
+import { indexById, parseNameMapping } from '../../format/iceberg/schema.ts';
+import { currentSchema, schemaById, specById } from '../../format/iceberg/table-metadata.ts';
 import { bindFilter, dataFileMatches, emptyExplain, manifestMatches, type Filter } from './scan-filter.ts';
-import type { DataFile, NestedField, Schema, Snapshot, TableMetadata } from '../format/iceberg/types.ts';
-import type { LiteralValue, ScanDeletes, ScanExplain, ScanFile, ScanTask } from '../format/scan-task.ts';
-import { readManifestEntries, readManifestList } from './manifest-io.ts';
-import { Props, readPhysicalNames } from '../format/dual/table-properties.ts';
+import type { DataFile, NestedField, Schema, Snapshot, TableMetadata } from '../../format/iceberg/types.ts';
+import type { LiteralValue, ScanDeletes, ScanExplain, ScanFile, ScanTask } from '../../format/scan-task.ts';
+import { readManifestEntries, readManifestList } from '../commit/manifest-io.ts';
+import { Props, readPhysicalNames } from '../../format/dual/table-properties.ts';
 
 /**
  * The live files of a snapshot (spec §Scan Planning): data files (pruned by the filter) and

@@ -1,14 +1,14 @@
-import { isTwinlakeError, TwinlakeError } from '../core/errors.ts';
-import { ensureNamespace, type LoadTableResult } from '../catalog/catalog.ts';
-import type { Action } from '../format/delta/actions.ts';
-import type { DeltaSnapshot } from '../format/delta/replay.ts';
-import type { Snapshot, TableMetadata } from '../format/iceberg/types.ts';
-import { applyUpdates, checkRequirements, type TableRequirement, type TableUpdate } from '../format/iceberg/updates.ts';
+import { isTwinlakeError, TwinlakeError } from '../../core/errors.ts';
+import { ensureNamespace, type LoadTableResult } from '../../catalog/catalog.ts';
+import type { Action } from '../../format/delta/actions.ts';
+import type { DeltaSnapshot } from '../../format/delta/replay.ts';
+import type { Snapshot, TableMetadata } from '../../format/iceberg/types.ts';
+import { applyUpdates, checkRequirements, type TableRequirement, type TableUpdate } from '../../format/iceberg/updates.ts';
 import { CommitRetry, commitRetryPolicy } from './commit-retry.ts';
-import { readDeltaSnapshot, writeDeltaCommit } from './delta-log.ts';
-import type { TableContext } from './table-context.ts';
-import { identString } from './table-context.ts';
-import { latestDeltaTxn, latestIcebergTxn, txnOutcome, txnSummary, type TxnResult } from '../format/dual/write-txn.ts';
+import { readDeltaSnapshot, writeDeltaCommit } from '../delta/delta-log.ts';
+import type { TableContext } from '../table-context.ts';
+import { identString } from '../table-context.ts';
+import { latestDeltaTxn, latestIcebergTxn, txnOutcome, txnSummary, type TxnResult } from '../../format/dual/write-txn.ts';
 
 /**
  * One commit path (DESIGN.md §1). A transaction is a list of actions; every attempt loads the

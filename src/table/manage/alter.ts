@@ -1,23 +1,23 @@
-import { invalidInput, unsupported } from '../core/errors.ts';
-import { joinUri } from '../core/uri.ts';
-import type { LoadTableResult } from '../catalog/catalog.ts';
-import type { CommitInfo } from '../format/delta/actions.ts';
-import type { DeltaSnapshot } from '../format/delta/replay.ts';
-import { commitPath } from '../format/delta/actions.ts';
-import { currentSnapshot } from '../format/iceberg/table-metadata.ts';
-import type { TableMetadata } from '../format/iceberg/types.ts';
-import { CommitRetry, commitRetryPolicy } from './commit-retry.ts';
-import { readDeltaSnapshot } from './delta-log.ts';
-import { DELTA_START_KEY, operationSummary } from '../format/dual/summary-keys.ts';
-import { commitDelta, finishDelta, repairDelta } from './delta-sync.ts';
-import { liveFiles } from './iceberg-scan.ts';
-import { checkDeltaCanHold } from '../format/dual/delta-partitioning.ts';
-import { snapshotOf, updateProperties } from './table-actions.ts';
-import { committedOrThrow, DeltaTransaction, Transaction, type DeltaTableAction, type TableAction } from './transaction.ts';
-import type { TableContext } from './table-context.ts';
-import { identString, warningLog } from './table-context.ts';
-import { checkPropertyValues, DELTA_MIRRORED_PROPERTIES, parseFormats, Props, reservedPropertyReason, tableFormats, type TableFormat } from '../format/dual/table-properties.ts';
-import { ENGINE_INFO } from '../format/dual/version.ts';
+import { invalidInput, unsupported } from '../../core/errors.ts';
+import { joinUri } from '../../core/uri.ts';
+import type { LoadTableResult } from '../../catalog/catalog.ts';
+import type { CommitInfo } from '../../format/delta/actions.ts';
+import type { DeltaSnapshot } from '../../format/delta/replay.ts';
+import { commitPath } from '../../format/delta/actions.ts';
+import { currentSnapshot } from '../../format/iceberg/table-metadata.ts';
+import type { TableMetadata } from '../../format/iceberg/types.ts';
+import { CommitRetry, commitRetryPolicy } from '../commit/commit-retry.ts';
+import { readDeltaSnapshot } from '../delta/delta-log.ts';
+import { DELTA_START_KEY, operationSummary } from '../../format/dual/summary-keys.ts';
+import { commitDelta, finishDelta, repairDelta } from '../delta/delta-sync.ts';
+import { liveFiles } from '../read/iceberg-scan.ts';
+import { checkDeltaCanHold } from '../../format/dual/delta-partitioning.ts';
+import { snapshotOf, updateProperties } from '../commit/table-actions.ts';
+import { committedOrThrow, DeltaTransaction, Transaction, type DeltaTableAction, type TableAction } from '../commit/transaction.ts';
+import type { TableContext } from '../table-context.ts';
+import { identString, warningLog } from '../table-context.ts';
+import { checkPropertyValues, DELTA_MIRRORED_PROPERTIES, parseFormats, Props, reservedPropertyReason, tableFormats, type TableFormat } from '../../format/dual/table-properties.ts';
+import { ENGINE_INFO } from '../../format/dual/version.ts';
 
 export interface AlterOptions {
   /** Properties to set, checked like at creation (e.g. `write.merge.mode`). */

@@ -1,25 +1,25 @@
-import { dataInvalid, errorMessage, isTwinlakeError } from '../core/errors.ts';
-import { joinUri, relativeTo } from '../core/uri.ts';
-import { type Action, type AddFile, checkpointPath, commitPath, parseCommit, parseLogFileName, serializeCommit } from '../format/delta/actions.ts';
-import { parseLastCheckpoint } from '../format/delta/checkpoint.ts';
-import { deletionVectorLocation, inlineDeletionVector, readDeletionVectorFile } from '../format/delta/deletion-vector.ts';
-import { findCommitInfo, replay } from '../format/delta/replay.ts';
-import { parseStats } from '../format/delta/stats.ts';
-import type { RoaringBitmap64 } from '../format/roaring.ts';
-import { applicableDeletes } from '../format/iceberg/scan.ts';
-import { currentSnapshot } from '../format/iceberg/table-metadata.ts';
-import type { Snapshot, TableMetadata } from '../format/iceberg/types.ts';
-import { writeDeltaCheckpoint } from './delta-checkpoint.ts';
-import { dataFileUri, decodeCheckpoint, deltaLogFiles, readDeltaSnapshot } from './delta-log.ts';
-import { catchUpDelta, snapshotVersion } from './delta-projection.ts';
-import { checkpointInterval } from '../format/dual/delta-metadata.ts';
-import { creationActions } from '../format/dual/projection.ts';
-import { DELTA_START_KEY, deltaVersionOf } from '../format/dual/summary-keys.ts';
-import { liveFiles } from './iceberg-scan.ts';
-import { expectedVersionHint, versionHintUri } from './metadata-locator.ts';
-import { existingDeletes } from './row-deletes.ts';
-import type { TableContext } from './table-context.ts';
-import { tableFormats } from '../format/dual/table-properties.ts';
+import { dataInvalid, errorMessage, isTwinlakeError } from '../../core/errors.ts';
+import { joinUri, relativeTo } from '../../core/uri.ts';
+import { type Action, type AddFile, checkpointPath, commitPath, parseCommit, parseLogFileName, serializeCommit } from '../../format/delta/actions.ts';
+import { parseLastCheckpoint } from '../../format/delta/checkpoint.ts';
+import { deletionVectorLocation, inlineDeletionVector, readDeletionVectorFile } from '../../format/delta/deletion-vector.ts';
+import { findCommitInfo, replay } from '../../format/delta/replay.ts';
+import { parseStats } from '../../format/delta/stats.ts';
+import type { RoaringBitmap64 } from '../../format/roaring.ts';
+import { applicableDeletes } from '../../format/iceberg/scan.ts';
+import { currentSnapshot } from '../../format/iceberg/table-metadata.ts';
+import type { Snapshot, TableMetadata } from '../../format/iceberg/types.ts';
+import { writeDeltaCheckpoint } from '../delta/delta-checkpoint.ts';
+import { dataFileUri, decodeCheckpoint, deltaLogFiles, readDeltaSnapshot } from '../delta/delta-log.ts';
+import { catchUpDelta, snapshotVersion } from '../delta/delta-projection.ts';
+import { checkpointInterval } from '../../format/dual/delta-metadata.ts';
+import { creationActions } from '../../format/dual/projection.ts';
+import { DELTA_START_KEY, deltaVersionOf } from '../../format/dual/summary-keys.ts';
+import { liveFiles } from '../read/iceberg-scan.ts';
+import { expectedVersionHint, versionHintUri } from '../read/metadata-locator.ts';
+import { existingDeletes } from '../merge/row-deletes.ts';
+import type { TableContext } from '../table-context.ts';
+import { tableFormats } from '../../format/dual/table-properties.ts';
 
 /**
  * Checks that a table's files are whole and that its two formats agree (DESIGN.md §1: the Delta

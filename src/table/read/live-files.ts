@@ -1,10 +1,10 @@
-import { invalidInput, notFound } from '../core/errors.ts';
-import { applicableDeletes } from '../format/iceberg/scan.ts';
-import { deletionVectorLocation } from '../format/delta/deletion-vector.ts';
-import { parseStats } from '../format/delta/stats.ts';
-import type { DataFile } from '../format/iceberg/types.ts';
-import { dataFileUri, readDeltaSnapshot } from './delta-log.ts';
-import { deltaVersionOf } from '../format/dual/summary-keys.ts';
+import { invalidInput, notFound } from '../../core/errors.ts';
+import { applicableDeletes } from '../../format/iceberg/scan.ts';
+import { deletionVectorLocation } from '../../format/delta/deletion-vector.ts';
+import { parseStats } from '../../format/delta/stats.ts';
+import type { DataFile } from '../../format/iceberg/types.ts';
+import { dataFileUri, readDeltaSnapshot } from '../delta/delta-log.ts';
+import { deltaVersionOf } from '../../format/dual/summary-keys.ts';
 import { liveFiles } from './iceberg-scan.ts';
 import { mirroredTravel, mirroringVersion, parseAsOf, pickIcebergSnapshot, type ReadFormat, type TableSource, type TimeTravel } from './reader.ts';
 

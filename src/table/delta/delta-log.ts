@@ -1,7 +1,7 @@
-import { dataInvalid, invalidInput, isTwinlakeError, notFound, unsupported } from '../core/errors.ts';
-import { isUri, joinUri, relativeTo } from '../core/uri.ts';
-import type { ObjectStore } from '../io/object-store.ts';
-import { type Action, type DeletionVectorDescriptor, commitPath, parseCommit, parseLogFileName, serializeCommit } from '../format/delta/actions.ts';
+import { dataInvalid, invalidInput, isTwinlakeError, notFound, unsupported } from '../../core/errors.ts';
+import { isUri, joinUri, relativeTo } from '../../core/uri.ts';
+import type { ObjectStore } from '../../io/object-store.ts';
+import { type Action, type DeletionVectorDescriptor, commitPath, parseCommit, parseLogFileName, serializeCommit } from '../../format/delta/actions.ts';
 import {
   type LastCheckpoint,
   CHECKPOINT_VALUE_PARSERS,
@@ -9,15 +9,15 @@ import {
   checkpointSidecars,
   parseLastCheckpoint,
   resolveSidecars,
-} from '../format/delta/checkpoint.ts';
-import { readParquetRows } from '../engine/parquet-rows.ts';
-import { deletionVectorLocation, inlineDeletionVector } from '../format/delta/deletion-vector.ts';
-import { parsePartitionValue } from '../format/delta/partition-values.ts';
-import { type DeltaSnapshot, type ReplayCommit, checkReadSupported, decodePath, findCommitInfo, listLogSegment, replay } from '../format/delta/replay.ts';
-import { columnMappingMode, fromDeltaSchema } from '../format/delta/schema.ts';
-import { parseStats } from '../format/delta/stats.ts';
-import type { LiteralValue, PositionDeletes, ScanFile, ScanTask } from '../format/scan-task.ts';
-import type { DeltaHead } from '../format/dual/catch-up-plan.ts';
+} from '../../format/delta/checkpoint.ts';
+import { readParquetRows } from '../../engine/parquet-rows.ts';
+import { deletionVectorLocation, inlineDeletionVector } from '../../format/delta/deletion-vector.ts';
+import { parsePartitionValue } from '../../format/delta/partition-values.ts';
+import { type DeltaSnapshot, type ReplayCommit, checkReadSupported, decodePath, findCommitInfo, listLogSegment, replay } from '../../format/delta/replay.ts';
+import { columnMappingMode, fromDeltaSchema } from '../../format/delta/schema.ts';
+import { parseStats } from '../../format/delta/stats.ts';
+import type { LiteralValue, PositionDeletes, ScanFile, ScanTask } from '../../format/scan-task.ts';
+import type { DeltaHead } from '../../format/dual/catch-up-plan.ts';
 
 /**
  * Reading and writing a Delta log through an ObjectStore. `tableRoot` is the table's key prefix in

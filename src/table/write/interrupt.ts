@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { isTwinlakeError, TwinlakeError } from '../core/errors.ts';
-import type { FileIO } from '../io/file-io.ts';
+import { isTwinlakeError, TwinlakeError } from '../../core/errors.ts';
+import type { FileIO } from '../../io/file-io.ts';
 
 /**
  * What the writes in flight in this process have put on disk and not committed yet, so that an

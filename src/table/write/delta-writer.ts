@@ -1,26 +1,26 @@
-import { invalidInput, unsupported } from '../core/errors.ts';
-import { newUuid } from '../core/ids.ts';
-import type { Action, AddFile, CommitInfo, Metadata, RemoveFile } from '../format/delta/actions.ts';
-import { fromDeltaSchema, protocolFor, toDeltaSchema } from '../format/delta/schema.ts';
-import type { DeltaSnapshot } from '../format/delta/replay.ts';
-import { assignFreshIds, evolveSchema, indexById, type SchemaChange } from '../format/iceberg/schema.ts';
-import type { Schema, StructType } from '../format/iceberg/types.ts';
-import { deltaStats } from '../format/parquet/stats.ts';
+import { invalidInput, unsupported } from '../../core/errors.ts';
+import { newUuid } from '../../core/ids.ts';
+import type { Action, AddFile, CommitInfo, Metadata, RemoveFile } from '../../format/delta/actions.ts';
+import { fromDeltaSchema, protocolFor, toDeltaSchema } from '../../format/delta/schema.ts';
+import type { DeltaSnapshot } from '../../format/delta/replay.ts';
+import { assignFreshIds, evolveSchema, indexById, type SchemaChange } from '../../format/iceberg/schema.ts';
+import type { Schema, StructType } from '../../format/iceberg/types.ts';
+import { deltaStats } from '../../format/parquet/stats.ts';
 import { encode, inferOrExplain, type EncodedFiles } from './batch.ts';
-import { writeDeltaCheckpointIfDue } from './delta-checkpoint.ts';
-import { deltaPath } from '../format/delta/replay.ts';
+import { writeDeltaCheckpointIfDue } from '../delta/delta-checkpoint.ts';
+import { deltaPath } from '../../format/delta/replay.ts';
 import { isBlank } from './input-diagnostics.ts';
 import { splitExcluded } from './exclude-columns.ts';
 import { prepareInput, type WriteInput } from './input.ts';
-import { assignPhysicalNames } from '../format/dual/physical-names.ts';
-import type { TableContext } from './table-context.ts';
-import { identString, warningLog } from './table-context.ts';
-import { boolProp, DEFAULT_TARGET_FILE_SIZE, intProp, Props } from '../format/dual/table-properties.ts';
-import { ENGINE_INFO } from '../format/dual/version.ts';
+import { assignPhysicalNames } from '../../format/dual/physical-names.ts';
+import type { TableContext } from '../table-context.ts';
+import { identString, warningLog } from '../table-context.ts';
+import { boolProp, DEFAULT_TARGET_FILE_SIZE, intProp, Props } from '../../format/dual/table-properties.ts';
+import { ENGINE_INFO } from '../../format/dual/version.ts';
 import { committedResult, nothingWritten, type WriteOptions, type WriteResult } from './writer.ts';
-import { commitWrite, type PreparedWrite, type WriteTarget } from './commit.ts';
-import { checkTxn, deltaTxn, latestDeltaTxn, type TxnResult } from '../format/dual/write-txn.ts';
-import { DeltaTransaction, loadDeltaSnapshot, type DeltaCommitted, type DeltaTableAction } from './transaction.ts';
+import { commitWrite, type PreparedWrite, type WriteTarget } from '../commit/commit.ts';
+import { checkTxn, deltaTxn, latestDeltaTxn, type TxnResult } from '../../format/dual/write-txn.ts';
+import { DeltaTransaction, loadDeltaSnapshot, type DeltaCommitted, type DeltaTableAction } from '../commit/transaction.ts';
 
 /**
  * Writes to a Delta-only table (`formats: [delta]`), where the Delta log is the truth
