@@ -10,7 +10,7 @@ import { storeForLocation } from '../../src/io/store-for-uri.ts';
 import { errorOf, tempDir } from '../helpers.ts';
 import { type Azurite, azuriteMissing, startAzurite } from '../servers/azurite.ts';
 import { freePort } from '../servers/ports.ts';
-import { objectStoreContract } from './object-store-contract.ts';
+import { expectFileIoAt, objectStoreContract } from './object-store-contract.ts';
 
 const missing = azuriteMissing();
 // Without the emulator the Azure tests skip, except in CI, where a missing emulator is a failure.
@@ -107,13 +107,7 @@ describe.skipIf(skip)(`AzureBlobStore on Azurite${skip ? ` (skipped: ${missing})
     const container = await newContainer();
     const io = new FileIO((uri) => storeForLocation(uri, { azure: options }));
     const table = `az://${container}/wh/ns/t`;
-    await io.write(`${table}/metadata/v1.metadata.json`, '{"v":1}');
-    expect(await io.writeIfAbsent(`${table}/_delta_log/00000000000000000000.json`, 'c0')).toBe(true);
-    expect(await io.writeIfAbsent(`${table}/_delta_log/00000000000000000000.json`, 'c0 again')).toBe(false);
-    const uris: string[] = [];
-    for await (const m of io.list(`${table}/`)) uris.push(m.uri);
-    expect(uris).toEqual([`${table}/_delta_log/00000000000000000000.json`, `${table}/metadata/v1.metadata.json`]);
-    expect(await io.readText(`${table}/metadata/v1.metadata.json`)).toBe('{"v":1}');
+    await expectFileIoAt(io, table);
   });
 
   it('names a missing container in every operation', async () => {

@@ -2,6 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { FileIO } from '../../src/io/file-io.ts';
 import type { ObjectMeta, ObjectStore } from '../../src/io/object-store.ts';
 import { errorOf } from '../helpers.ts';
 
@@ -223,4 +224,15 @@ export function objectStoreContract(name: string, make: () => Promise<StoreUnder
       expect((await errorOf(collect(store.list('../')))).kind).toBe('invalid-input');
     });
   });
+}
+
+/** FileIO over a table location `table` of a store: writes, create-only writes, listing by URI, reads. */
+export async function expectFileIoAt(io: FileIO, table: string): Promise<void> {
+    await io.write(`${table}/metadata/v1.metadata.json`, '{"v":1}');
+    expect(await io.writeIfAbsent(`${table}/_delta_log/00000000000000000000.json`, 'c0')).toBe(true);
+    expect(await io.writeIfAbsent(`${table}/_delta_log/00000000000000000000.json`, 'c0 again')).toBe(false);
+    const uris: string[] = [];
+    for await (const m of io.list(`${table}/`)) uris.push(m.uri);
+    expect(uris).toEqual([`${table}/_delta_log/00000000000000000000.json`, `${table}/metadata/v1.metadata.json`]);
+    expect(await io.readText(`${table}/metadata/v1.metadata.json`)).toBe('{"v":1}');
 }

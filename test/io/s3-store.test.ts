@@ -11,7 +11,7 @@ import { storeForLocation } from '../../src/io/store-for-uri.ts';
 import { errorOf, tempDir } from '../helpers.ts';
 import { freePort } from '../servers/ports.ts';
 import { type RadosGateway, radosGatewayMissing, startRadosGateway } from '../servers/radosgw.ts';
-import { objectStoreContract } from './object-store-contract.ts';
+import { expectFileIoAt, objectStoreContract } from './object-store-contract.ts';
 
 const missing = radosGatewayMissing();
 // Without the server the S3 tests skip, except in CI, where a missing server is a failure.
@@ -112,13 +112,7 @@ describe.skipIf(skip)(`S3Store on RADOS Gateway${skip ? ` (skipped: ${missing})`
     const bucket = await newBucket();
     const io = new FileIO((uri) => storeForLocation(uri, { s3: options }));
     const table = `s3://${bucket}/wh/ns/t`;
-    await io.write(`${table}/metadata/v1.metadata.json`, '{"v":1}');
-    expect(await io.writeIfAbsent(`${table}/_delta_log/00000000000000000000.json`, 'c0')).toBe(true);
-    expect(await io.writeIfAbsent(`${table}/_delta_log/00000000000000000000.json`, 'c0 again')).toBe(false);
-    const uris: string[] = [];
-    for await (const m of io.list(`${table}/`)) uris.push(m.uri);
-    expect(uris).toEqual([`${table}/_delta_log/00000000000000000000.json`, `${table}/metadata/v1.metadata.json`]);
-    expect(await io.readText(`${table}/metadata/v1.metadata.json`)).toBe('{"v":1}');
+    await expectFileIoAt(io, table);
   });
 
   it('names a missing bucket in every operation', async () => {

@@ -1,28 +1,9 @@
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { Lakehouse, type Catalog } from '../../src/index.ts';
+import { Lakehouse } from '../../src/index.ts';
 import { CommitRetry, commitRetryPolicy, DEFAULT_COMMIT_RETRY, retryWaitMs } from '../../src/table/commit/commit-retry.ts';
 import { errorOf, listFiles, tempDir } from '../helpers.ts';
-
-/** `inner`, with a real concurrent append committed ahead of each of the first `times` commits. */
-function contended(inner: Catalog, rival: (n: number) => Promise<void>, times: number): Catalog & { commits: number } {
-  let n = 0;
-  const counter = { commits: 0 };
-  return new Proxy(inner, {
-    get(target, prop) {
-      if (prop === 'commits') return counter.commits;
-      if (prop === 'commitTable') {
-        return async (...args: Parameters<Catalog['commitTable']>) => {
-          counter.commits++;
-          if (n < times) await rival(n++);
-          return target.commitTable(...args);
-        };
-      }
-      const v = Reflect.get(target, prop) as unknown;
-      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-    },
-  }) as Catalog & { commits: number };
-}
+import { contended } from '../both-formats.ts';
 
 describe('the commit retry policy', () => {
   it('reads commit.retry.* from the table properties, with Twinlake defaults for what is unset', () => {

@@ -1,55 +1,21 @@
 import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DuckDBInstance } from '@duckdb/node-api';
 import { describe, expect, it } from 'vitest';
-import type { TableIdentifier } from '../../src/catalog/catalog.ts';
 import { newSnapshotId } from '../../src/core/ids.ts';
 import { fileUri, localPath } from '../../src/core/uri.ts';
-import type { Lakehouse, Table } from '../../src/index.ts';
+import type { Lakehouse } from '../../src/index.ts';
 import { commitPath, parseCommit } from '../../src/format/delta/actions.ts';
 import { findCommitInfo } from '../../src/format/delta/replay.ts';
 import { currentSchema, currentSnapshot } from '../../src/format/iceberg/table-metadata.ts';
 import type { Snapshot } from '../../src/format/iceberg/types.ts';
 import type { TableUpdate } from '../../src/format/iceberg/updates.ts';
 import { liveFiles } from '../../src/table/read/iceberg-scan.ts';
-import type { LiveFiles } from '../../src/table/read/live-files.ts';
 import { SnapshotProducer } from '../../src/table/commit/snapshot-producer.ts';
 import { cli } from '../helpers.ts';
+import { identOf, ids, expectBothEqual } from '../both-formats.ts';
 import { lakehouseFixture } from '../lakehouse-fixture.ts';
 
-/** The ids DuckDB reads from exactly the listed live files (none of these tables has row deletes). */
-async function duckdbIds(files: LiveFiles): Promise<number[]> {
-  if (files.files.length === 0) return [];
-  expect(files.files.every((f) => f.deletes.length === 0)).toBe(true);
-  const db = await DuckDBInstance.create(':memory:');
-  const conn = await db.connect();
-  try {
-    const list = files.files.map((f) => `'${localPath(f.path)}'`).join(', ');
-    const reader = await conn.runAndReadAll(`SELECT id FROM read_parquet([${list}]) ORDER BY id`);
-    return reader.getRowObjects().map((r) => Number(r.id));
-  } finally {
-    conn.closeSync();
-  }
-}
-
-const ids = (rows: Record<string, unknown>[]) => rows.map((r) => Number(r.id)).sort((a, b) => a - b);
 const range = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => from + i);
-
-/** Both formats expose the same rows and live files, by our readers and by DuckDB over the files. */
-async function expectBothEqual(t: Table, expected: number[]): Promise<void> {
-  expect(ids(await t.read())).toEqual(expected);
-  expect(ids(await t.read({ format: 'delta' }))).toEqual(expected);
-  const iceberg = await t.files();
-  const delta = await t.files({ format: 'delta' });
-  expect(delta.files.map((f) => f.path).sort()).toEqual(iceberg.files.map((f) => f.path).sort());
-  expect(await duckdbIds(iceberg)).toEqual(expected);
-  expect(await duckdbIds(delta)).toEqual(expected);
-}
-
-function identOf(name: string): TableIdentifier {
-  const [ns, table] = name.split('.');
-  return { namespace: [ns!], name: table! };
-}
 
 /** The Iceberg snapshot Delta version `version` of the table at `dir` mirrors. */
 function mirroredBy(dir: string, version: number): bigint | undefined {

@@ -1,11 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DuckDBInstance } from '@duckdb/node-api';
 import { describe, expect, it } from 'vitest';
-import type { Catalog, TableIdentifier } from '../../src/catalog/catalog.ts';
+import type { Catalog } from '../../src/catalog/catalog.ts';
 import { systemClock } from '../../src/core/clock.ts';
 import { joinUri, localPath } from '../../src/core/uri.ts';
-import type { Table } from '../../src/index.ts';
 import { commitPath, parseCommit } from '../../src/format/delta/actions.ts';
 import { currentSchema, currentSnapshot } from '../../src/format/iceberg/table-metadata.ts';
 import type { DataFile, StructType, TableMetadata } from '../../src/format/iceberg/types.ts';
@@ -13,12 +11,12 @@ import { alterTable } from '../../src/table/manage/alter.ts';
 import { encodeFrom } from '../../src/table/write/batch.ts';
 import { finishDelta } from '../../src/table/delta/delta-sync.ts';
 import { liveFiles } from '../../src/table/read/iceberg-scan.ts';
-import type { LiveFiles } from '../../src/table/read/live-files.ts';
 import { planSchema } from '../../src/table/write/schema-plan.ts';
 import { appendFiles, expireSnapshots, overwriteFiles, rawCommit, replaceFiles, rowDelta, setRef, updatePartitionSpec, updateProperties, updateSchema } from '../../src/table/commit/table-actions.ts';
 import type { TableContext } from '../../src/table/table-context.ts';
 import { DeltaTransaction, loadDeltaSnapshot, Transaction, type TableAction } from '../../src/table/commit/transaction.ts';
 import { errorOf, listFiles } from '../helpers.ts';
+import { identOf, contended, ids, expectBothEqual } from '../both-formats.ts';
 import { lakehouseFixture } from '../lakehouse-fixture.ts';
 
 /**
@@ -26,57 +24,6 @@ import { lakehouseFixture } from '../lakehouse-fixture.ts';
  * several actions in one commit, a lost compare-and-swap re-applying the actions on the winner's
  * metadata, `rerun` and `conflict` as values, and the Delta-only commit target.
  */
-
-function identOf(name: string): TableIdentifier {
-  const [ns, table] = name.split('.');
-  return { namespace: [ns!], name: table! };
-}
-
-/** `inner`, counting commits, with `rival` run before each of the first `times` of them. */
-function contended(inner: Catalog, rival: (n: number) => Promise<void>, times: number): Catalog & { commits: number } {
-  let n = 0;
-  const counter = { commits: 0 };
-  return new Proxy(inner, {
-    get(target, prop) {
-      if (prop === 'commits') return counter.commits;
-      if (prop === 'commitTable') {
-        return async (...args: Parameters<Catalog['commitTable']>) => {
-          counter.commits++;
-          if (n < times) await rival(n++);
-          return target.commitTable(...args);
-        };
-      }
-      const v = Reflect.get(target, prop) as unknown;
-      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-    },
-  }) as Catalog & { commits: number };
-}
-
-const ids = (rows: Record<string, unknown>[]) => rows.map((r) => Number(r.id)).sort((a, b) => a - b);
-
-async function duckdbIds(files: LiveFiles): Promise<number[]> {
-  if (files.files.length === 0) return [];
-  const db = await DuckDBInstance.create(':memory:');
-  const conn = await db.connect();
-  try {
-    const list = files.files.map((f) => `'${localPath(f.path)}'`).join(', ');
-    const reader = await conn.runAndReadAll(`SELECT id FROM read_parquet([${list}]) ORDER BY id`);
-    return reader.getRowObjects().map((r) => Number(r.id));
-  } finally {
-    conn.closeSync();
-  }
-}
-
-/** Both formats expose the same rows and live files, by our readers and by DuckDB over the files. */
-async function expectBothEqual(t: Table, expected: number[]): Promise<void> {
-  expect(ids(await t.read())).toEqual(expected);
-  expect(ids(await t.read({ format: 'delta' }))).toEqual(expected);
-  const iceberg = await t.files();
-  const delta = await t.files({ format: 'delta' });
-  expect(delta.files.map((f) => f.path).sort()).toEqual(iceberg.files.map((f) => f.path).sort());
-  expect(await duckdbIds(iceberg)).toEqual(expected);
-  expect(await duckdbIds(delta)).toEqual(expected);
-}
 
 describe('a transaction', () => {
   const fx = lakehouseFixture();
