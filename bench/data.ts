@@ -3,25 +3,61 @@ import { stat } from 'node:fs/promises';
 import { finished } from 'node:stream/promises';
 
 /**
- * A deterministic NDJSON file of `rows` events (id, ts, user, region, amount, nested attributes),
- * written once and reused by later runs.
+ * A deterministic NDJSON file of `rows` events, written once and reused by later runs: what an
+ * event feed holds: a zoned timestamp with microseconds, a date, integers and fractions, text with
+ * unicode, a nested struct holding a list and a struct, a list of text, and nulls (a tenth of the
+ * notes, some devices, whole `geo` structs, empty lists).
  */
 export async function eventsFile(path: string, rows: number): Promise<string> {
-  const regions = ['us-east', 'us-west', 'eu-central', 'eu-west', 'ap-south'];
+  return ndjsonFile(path, rows, eventRows());
+}
+
+/** The same events as a CSV file with a header (the flat columns; nested ones have no CSV form). */
+export async function eventsCsvFile(path: string, rows: number): Promise<string> {
+  const columns = ['id', 'ts', 'day', 'user_id', 'region', 'amount', 'device', 'score', 'note'] as const;
+  const cell = (v: unknown) => {
+    if (v === null || v === undefined) return '';
+    const s = String(v);
+    return /[",\n\r]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+  };
+  const event = eventRows();
+  return textFile(path, rows, columns.join(','), (i) => {
+    const e = event(i);
+    const flat: Record<string, unknown> = { ...e, device: e.attributes.device, score: e.attributes.score };
+    return columns.map((c) => cell(flat[c])).join(',');
+  });
+}
+
+function eventRows() {
+  const regions = ['us-east', 'us-west', 'eu-zürich', 'eu-west', 'ap-東京'];
+  const notes = ['ok', 'retry, then ok', 'said "hi"', 'naïve café', 'emoji 🚀 launch'];
   let seed = 7;
   const rand = () => {
     seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
     return seed / 4294967296;
   };
   const start = Date.UTC(2025, 0, 1);
-  return ndjsonFile(path, rows, (i) => ({
-    id: i,
-    ts: new Date(start + Math.floor(rand() * 90 * 86400_000)).toISOString(),
-    user_id: Math.floor(rand() * 100000),
-    region: regions[i % regions.length],
-    amount: Math.round(rand() * 1e6) / 100,
-    attributes: { device: rand() < 0.5 ? 'ios' : 'web', score: Math.floor(rand() * 100) },
-  }));
+  return (i: number) => {
+    const ms = start + Math.floor(rand() * 90 * 86400_000);
+    const iso = new Date(ms).toISOString();
+    const micros = String(Math.floor(rand() * 1000)).padStart(3, '0');
+    return {
+      id: i,
+      ts: `${iso.slice(0, -1)}${micros}Z`,
+      day: iso.slice(0, 10),
+      user_id: Math.floor(rand() * 100000),
+      region: regions[i % regions.length],
+      amount: Math.round(rand() * 1e6) / 100,
+      attributes: {
+        device: i % 13 === 0 ? null : rand() < 0.5 ? 'ios' : 'web',
+        score: Math.floor(rand() * 100),
+        labels: Array.from({ length: i % 3 }, (_, j) => `l${(i + j) % 7}`),
+        geo: i % 4 === 0 ? null : { lat: Math.round(rand() * 18000 - 9000) / 100, lon: Math.round(rand() * 36000 - 18000) / 100 },
+      },
+      tags: Array.from({ length: i % 4 }, (_, j) => `t${(i * 3 + j) % 11}`),
+      note: i % 10 === 0 ? null : `${notes[i % notes.length]} #${i % 1000}`,
+    };
+  };
 }
 
 /**
@@ -54,12 +90,17 @@ export async function ordersFile(path: string, rows: number, hours: number): Pro
 }
 
 /** Writes `rows` records, `row(i)` each, one JSON line apiece; a file already written is reused. */
-async function ndjsonFile(path: string, rows: number, row: (i: number) => unknown): Promise<string> {
+function ndjsonFile(path: string, rows: number, row: (i: number) => unknown): Promise<string> {
+  return textFile(path, rows, undefined, (i) => JSON.stringify(row(i)));
+}
+
+/** Writes a header line (if any) and `rows` lines, `line(i)` each; a file already written is reused. */
+async function textFile(path: string, rows: number, header: string | undefined, line: (i: number) => string): Promise<string> {
   if ((await stat(path).catch(() => undefined))?.size) return path;
   const out = createWriteStream(path);
-  let buf = '';
+  let buf = header === undefined ? '' : `${header}\n`;
   for (let i = 0; i < rows; i++) {
-    buf += JSON.stringify(row(i)) + '\n';
+    buf += line(i) + '\n';
     if (buf.length > 1 << 20) {
       if (!out.write(buf)) await new Promise<void>((r) => out.once('drain', () => r()));
       buf = '';

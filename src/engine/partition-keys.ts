@@ -1,4 +1,4 @@
-import { BIGINT, BLOB, DuckDBBlobValue, DuckDBScalarFunction, INTEGER, VARCHAR, type DuckDBVector } from '@duckdb/node-api';
+import { BLOB, DuckDBBlobValue, DuckDBScalarFunction, INTEGER, VARCHAR, type DuckDBVector } from '@duckdb/node-api';
 import { unsupported } from '../core/errors.ts';
 import { bucketHasher } from '../format/iceberg/murmur3.ts';
 import { indexById, normalizePrimitive } from '../format/iceberg/schema.ts';
@@ -13,8 +13,9 @@ import type { DuckDBSession } from './duckdb-session.ts';
  * Partition transforms as DuckDB expressions, so rows are split by partition inside the COPY that
  * encodes them. Each key is computed in a form that is exact and safe as a directory name (integers,
  * URL-encoded text, hex bytes) and decoded back into the partition value afterwards. Bucket hashing
- * (murmur3, spec Appendix B) and code-point truncation have no DuckDB built-in: they run as scalar
- * functions written in TypeScript over the spec code.
+ * (murmur3, spec Appendix B) and code-point truncation have no DuckDB built-in: integers, dates
+ * and times are hashed in SQL arithmetic (`bucketLongSql`); text, bytes and decimals, and
+ * truncation of text, run as scalar functions written in TypeScript over the spec code.
  */
 export interface PartitionKey {
   field: PartitionField;
@@ -145,14 +146,14 @@ function bucketSql(type: string, column: string, n: number): string {
   switch (type) {
     case 'int':
     case 'long':
-      return `tl_bucket_long(CAST(${column} AS BIGINT), ${n})`;
+      return bucketLongSql(`CAST(${column} AS BIGINT)`, n);
     case 'date':
-      return `tl_bucket_long(CAST(${column} - DATE '1970-01-01' AS BIGINT), ${n})`;
+      return bucketLongSql(`CAST(${column} - DATE '1970-01-01' AS BIGINT)`, n);
     case 'time':
-      return `tl_bucket_long(epoch_us(TIMESTAMP '1970-01-01' + ${column}), ${n})`;
+      return bucketLongSql(`epoch_us(TIMESTAMP '1970-01-01' + ${column})`, n);
     case 'timestamp':
     case 'timestamptz':
-      return `tl_bucket_long(epoch_us(${column}), ${n})`;
+      return bucketLongSql(`epoch_us(${column})`, n);
     case 'string':
     case 'uuid':
       return `tl_bucket_text(CAST(${column} AS VARCHAR), ${quoteString(type)}, ${n})`;
@@ -162,6 +163,33 @@ function bucketSql(type: string, column: string, n: number): string {
   if (type.startsWith('fixed')) return `tl_bucket_blob(${column}, ${n})`;
   if (type.startsWith('decimal')) return `tl_bucket_text(CAST(${column} AS VARCHAR), ${quoteString(type)}, ${n})`;
   throw unsupported(`partition: bucket of ${type} is not supported`);
+}
+
+const M32 = '4294967295';
+
+/**
+ * bucket[N] of a BIGINT in SQL: `(murmur3_x86_32(8 little-endian bytes) & Integer.MAX_VALUE) % N`,
+ * spec Appendix B (the same hash as `hashLong` in murmur3.ts, which the tests check it against).
+ * Plain integer arithmetic runs in DuckDB's own threads, where a scalar function written in
+ * TypeScript takes every row to the one JavaScript thread and back: several times the write.
+ * 32-bit words live in UBIGINT so each product of two of them fits without overflow.
+ */
+export function bucketLongSql(column: string, n: number): string {
+  // Terms repeat (a rotation names its operand twice); DuckDB evaluates a repeated term once.
+  const u = (x: string) => `CAST(${x} AS UBIGINT)`;
+  const mul = (x: string, c: number) => `((${x} * ${c}) & ${M32})`;
+  const rotl = (x: string, r: number) => `(((${x} << ${r}) | (${x} >> ${32 - r})) & ${M32})`;
+  // One 4-byte block: k = rotl(k * c1, 15) * c2; h = rotl(h ^ k, 13) * 5 + 0xe6546b64.
+  const mixK = (k: string) => mul(rotl(mul(k, 0xcc9e2d51), 15), 0x1b873593);
+  const mixH = (h: string, k: string) => `((${rotl(`xor(${h}, ${mixK(k)})`, 13)} * 5 + ${0xe6546b64}) & ${M32})`;
+  const shiftXor = (h: string, r: number) => `xor(${h}, ${h} >> ${r})`;
+  const x = `(${column})`;
+  let h = mixH(mixH(u('0'), u(`${x} & ${M32}`)), u(`(${x} >> 32) & ${M32}`));
+  h = `xor(${h}, ${u('8')})`;
+  h = mul(shiftXor(h, 16), 0x85ebca6b);
+  h = mul(shiftXor(h, 13), 0xc2b2ae35);
+  h = shiftXor(h, 16);
+  return `CAST((${h} & 2147483647) % ${n} AS INTEGER)`;
 }
 
 /**
@@ -196,27 +224,11 @@ function truncateSql(type: string, column: string, width: number, where: string)
 /** Registers the scalar functions the key expressions use, once per session. */
 export function registerPartitionFunctions(session: DuckDBSession): void {
   session.registerOnce('partition-functions', (connection) => {
-    const long = bucketHasher('long');
     const mod = (hash: number, n: number) => (hash & 0x7fffffff) % n;
     const each = (input: { rowCount: number }, output: DuckDBVector, fn: (row: number) => unknown) => {
       for (let row = 0; row < input.rowCount; row++) output.setItem(row, fn(row) as never);
       output.flush();
     };
-    connection.registerScalarFunction(
-      DuckDBScalarFunction.create({
-        name: 'tl_bucket_long',
-        returnType: INTEGER,
-        parameterTypes: [BIGINT, INTEGER],
-        mainFunction: (_info, input, output) => {
-          const v = input.getColumnVector(0);
-          const n = input.getColumnVector(1);
-          each(input, output, (r) => {
-            const x = v.getItem(r) as bigint | null;
-            return x === null ? null : mod(long(x), n.getItem(r) as number);
-          });
-        },
-      }),
-    );
     const textHashers = new Map<string, (value: LiteralValue) => number>();
     connection.registerScalarFunction(
       DuckDBScalarFunction.create({

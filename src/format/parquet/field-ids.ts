@@ -86,10 +86,9 @@ function parseText(type: string, s: string): string {
   const clock = (digits: number) => `[0-9]{2}:[0-9]{2}(:[0-9]{2}(\\.[0-9]{1,${digits}})?)?`;
   switch (type) {
     case 'string': return s;
-    // Fast path: the parse is exact when the value prints back as the very same text (how JSON
-    // numbers arrive). Anything else (`+5`, ` 12 `, `2.5`, `1e3`) goes through the strict pattern.
-    case 'long': return `CASE WHEN CAST(TRY_CAST(${s} AS BIGINT) AS VARCHAR) = ${s} THEN TRY_CAST(${s} AS BIGINT) ELSE ${guarded('\\s*[+-]?[0-9]+\\s*', 'BIGINT')} END`;
-    case 'int': return `CASE WHEN CAST(TRY_CAST(${s} AS INTEGER) AS VARCHAR) = ${s} THEN TRY_CAST(${s} AS INTEGER) ELSE ${guarded('\\s*[+-]?[0-9]+\\s*', 'INTEGER')} END`;
+    // `+5` and ` 12 ` are integers; `2.5`, `1e3` and `0x10` are not (DuckDB's cast takes them all).
+    case 'long': return guarded('\\s*[+-]?[0-9]+\\s*', 'BIGINT');
+    case 'int': return guarded('\\s*[+-]?[0-9]+\\s*', 'INTEGER');
     // DuckDB casts a number beyond a float's range to infinity: refuse it instead.
     case 'float': return `CASE WHEN isfinite(TRY_CAST(trim(${s}) AS DOUBLE)) AND NOT isfinite(TRY_CAST(trim(${s}) AS FLOAT)) THEN NULL ELSE TRY_CAST(trim(${s}) AS FLOAT) END`;
     case 'double': return `TRY_CAST(trim(${s}) AS DOUBLE)`;
@@ -113,6 +112,27 @@ function parseText(type: string, s: string): string {
     return guarded(re, toDuckDBType(type));
   }
   throw unsupported(`input conversion: cannot convert text to ${type}`);
+}
+
+/**
+ * A cheap test that text `s` is already in the type's canonical form, and the value it then has:
+ * when the test passes, `parseText` would give that very value, so the strict parse runs only for
+ * the values that fail it (text in another form, or text that does not fit). DuckDB's casts are
+ * lenient (`'2.5'` casts to BIGINT 3, `'0x10'` to 16, `'infinity'` to a DATE), so the test is
+ * that the value prints back as the very same text: only exact, canonical text passes.
+ */
+function canonicalText(type: string, s: string): { test: string; value: string } | undefined {
+  const roundTrip = (cast: string) => ({ test: `CAST(TRY_CAST(${s} AS ${cast}) AS VARCHAR) = ${s}`, value: `TRY_CAST(${s} AS ${cast})` });
+  switch (type) {
+    case 'long': return roundTrip('BIGINT');
+    case 'int': return roundTrip('INTEGER');
+    // DuckDB prints a date as YYYY-MM-DD, and `infinity` or BC dates otherwise: ten bytes and the
+    // same text is the strict pattern's own form.
+    case 'date': return { ...roundTrip('DATE'), test: `strlen(${s}) = 10 AND ${roundTrip('DATE').test}` };
+    // A number that parses as it stands parses the same trimmed (the strict parse trims).
+    case 'double': return { test: `TRY_CAST(${s} AS DOUBLE) IS NOT NULL`, value: `TRY_CAST(${s} AS DOUBLE)` };
+  }
+  return undefined;
 }
 
 /** Source → target conversions that keep every value exactly (plain CAST). */
@@ -174,8 +194,10 @@ function convertNonNull(target: IcebergType, source: IcebergType, expr: string, 
     if (target === 'string') return { value: `CAST(${expr} AS VARCHAR)`, check: 'TRUE', identity: false };
     const text = source === 'string' ? expr : `CAST(${expr} AS VARCHAR)`;
     const parsed = parseText(target, text);
+    // Most values take the cheap canonical test; the strict parse (and its error) sees the rest.
+    const fast = canonicalText(target, text);
     return {
-      value: `CASE WHEN ${expr} IS NULL THEN NULL ELSE coalesce(${parsed}, ${failSql(path, target, text)}) END`,
+      value: `CASE ${fast ? `WHEN ${fast.test} THEN ${fast.value} ` : ''}WHEN ${expr} IS NULL THEN NULL ELSE coalesce(${parsed}, ${failSql(path, target, text)}) END`,
       check: `(${expr} IS NULL OR ${parsed} IS NOT NULL)`,
       identity: false,
     };
