@@ -471,10 +471,14 @@ export async function copyScanTo(session: DuckDBSession, task: ScanTask, options
 /**
  * A CSV field as DuckDB's CSV writer prints it: NULL as nothing; quoted (inner quotes doubled)
  * when it is empty or holds a comma, a quote, a line break or a `#` (the comment character its
- * reader knows); else as is.
+ * reader knows); else as is. Only text that can hold those is checked: numbers, booleans, dates,
+ * times, decimals and uuids never do, and base64 only when it is empty.
  */
-function csvFieldSql(text: string): string {
-  const needsQuotes = `${text} = '' OR regexp_matches(${text}, '[,"#\n\r]')`;
+function csvFieldSql(text: string, type: IcebergType): string {
+  if (typeof type === 'string' && type !== 'string' && type !== 'binary' && !type.startsWith('fixed')) return `coalesce(${text}, '')`;
+  const needsQuotes = type === 'binary' || (typeof type === 'string' && type.startsWith('fixed'))
+    ? `${text} = ''`
+    : `${text} = '' OR contains(${text}, ',') OR contains(${text}, '"') OR contains(${text}, '#') OR contains(${text}, chr(10)) OR contains(${text}, chr(13))`;
   return `CASE WHEN ${text} IS NULL THEN '' WHEN ${needsQuotes} THEN '"' || replace(${text}, '"', '""') || '"' ELSE ${text} END`;
 }
 
@@ -497,7 +501,7 @@ function exportLinesSql(task: ScanTask, inner: string, format: 'json' | 'csv'): 
   }
   // The texts first, so that the quoting below reads each one as a column, not as its expression again.
   const texts = values.map((v, i) => `CAST(${v} AS VARCHAR) AS ${quoteIdent(`__tl_t${i}`)}`);
-  const fields = task.schema.fields.map((_, i) => csvFieldSql(`c.${quoteIdent(`__tl_t${i}`)}`));
+  const fields = task.schema.fields.map((f, i) => csvFieldSql(`c.${quoteIdent(`__tl_t${i}`)}`, f.type));
   return `SELECT ${fields.join(` || ',' || `)} || chr(10) AS line FROM (SELECT ${texts.join(', ')} FROM (${inner}) AS s) AS c`;
 }
 
