@@ -6,6 +6,7 @@ import { Lakehouse, type Table } from '../src/index.ts';
 import { eventsFile } from './data.ts';
 import { manyPartitions } from './many-partitions.ts';
 import { manyWriters, type ManyWritersOptions, type ManyWritersResult } from './many-writers.ts';
+import { readBench } from './read.ts';
 
 /**
  * Benchmarks, each against a baseline measured in the same run:
@@ -19,6 +20,8 @@ import { manyWriters, type ManyWritersOptions, type ManyWritersResult } from './
  *    (25 commits each), with the default commit retry settings, three runs each: every commit
  *    succeeds, Delta gap-free, every row once in both formats; commits per second. Run alone:
  *    `npm run bench writers`.
+ * 5. `read`: reads of 1M rows, CLI to NDJSON/CSV and Table.read(), against DuckDB over the same
+ *    files (bench/read.ts). Run alone: `npm run bench read`.
  */
 const root = resolve('.tmp/bench');
 mkdirSync(root, { recursive: true });
@@ -248,3 +251,7 @@ if (!only || only === 'commits') await commitBench();
 if (!only || only === 'merge') await mergeBench();
 if (!only || only === 'partitions') await partitionsBench();
 if (!only || only === 'writers') await writersBench();
+if (!only || only === 'read') {
+  console.log(`read ${rows} rows, median of 3 (ratio per run in brackets)`);
+  await readBench(root, rows);
+}
