@@ -37,20 +37,23 @@ await c.run(\`COPY (SELECT * FROM read_parquet(${JSON.stringify(files).replaceAl
   );
   // The script imports @duckdb/node-api as this project resolves it.
   const cwd = process.cwd();
-  // Standard output is a pipe the bench drains: both processes write to a consumer, and DuckDB's
-  // COPY cannot open /dev/null as /dev/stdout while another process holds its lock.
+  // Standard output is a pipe into `wc -c`, for both processes: DuckDB's COPY cannot
+  // open /dev/stdout when it is a socket (node's own child pipes) or /dev/null while another
+  // process holds its lock.
   const processRun = (args: string[]) =>
     new Promise<{ ms: number; rssMb: number; bytes: number }>((resolve, reject) => {
       const t0 = performance.now();
-      const child = spawn('/usr/bin/time', ['-f', '%M', process.execPath, ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
-      let bytes = 0;
+      const script = '/usr/bin/time -f rss=%M "$@" | wc -c >&2';
+      const child = spawn('sh', ['-c', script, 'sh', process.execPath, ...args], { cwd, stdio: ['ignore', 'ignore', 'pipe'] });
       let stderr = '';
-      child.stdout.on('data', (d: Buffer) => (bytes += d.length));
       child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
       child.on('error', reject);
       child.on('close', (code) => {
-        if (code !== 0) return reject(new Error(`read bench: ${args.join(' ')} failed: ${stderr}`));
-        resolve({ ms: performance.now() - t0, rssMb: Number(stderr.trim().split('\n').at(-1)) / 1024, bytes });
+        // time's line (peak RSS in KB) and wc's byte count, in either order.
+        const rss = /^rss=(\d+)$/m.exec(stderr);
+        const bytes = /^\s*(\d+)\s*$/m.exec(stderr);
+        if (code !== 0 || !rss || !bytes || /exited with non-zero status/.test(stderr)) return reject(new Error(`read bench: ${args.join(' ')} failed: ${stderr}`));
+        resolve({ ms: performance.now() - t0, rssMb: Number(rss[1]) / 1024, bytes: Number(bytes[1]) });
       });
     });
   // /usr/bin/time must exist for the memory figures; without it the bench says so and stops.
