@@ -502,7 +502,8 @@ function exportLinesSql(task: ScanTask, inner: string, format: 'json' | 'csv'): 
   // The texts first, so that the quoting below reads each one as a column, not as its expression again.
   const texts = values.map((v, i) => `CAST(${v} AS VARCHAR) AS ${quoteIdent(`__tl_t${i}`)}`);
   const fields = task.schema.fields.map((f, i) => csvFieldSql(`c.${quoteIdent(`__tl_t${i}`)}`, f.type));
-  return `SELECT ${fields.join(` || ',' || `)} || chr(10) AS line FROM (SELECT ${texts.join(', ')} FROM (${inner}) AS s) AS c`;
+  // One concat builds the line in one allocation; a chain of || makes a string per step.
+  return `SELECT concat(${fields.join(`, ',', `)}, chr(10)) AS line FROM (SELECT ${texts.join(', ')} FROM (${inner}) AS s) AS c`;
 }
 
 /**
