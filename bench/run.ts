@@ -6,6 +6,8 @@ import { Lakehouse, type Table } from '../src/index.ts';
 import { eventsCsvFile, eventsFile } from './data.ts';
 import { manyPartitions } from './many-partitions.ts';
 import { manyWriters, type ManyWritersOptions, type ManyWritersResult } from './many-writers.ts';
+import { readBench } from './read.ts';
+import { openBench } from './open.ts';
 
 /**
  * Benchmarks, each against a baseline measured in the same run:
@@ -22,6 +24,10 @@ import { manyWriters, type ManyWritersOptions, type ManyWritersResult } from './
  *    (25 commits each), with the default commit retry settings, three runs each: every commit
  *    succeeds, Delta gap-free, every row once in both formats; commits per second. Run alone:
  *    `npm run bench writers`.
+ * 5. `read`: reads of 1M rows, CLI to NDJSON/CSV and Table.read(), against DuckDB over the same
+ *    files (bench/read.ts). Run alone: `npm run bench read`.
+ * 6. `open`: planning a read of a table with BENCH_VERSIONS (10,000) versions vs 10, both formats
+ *    (bench/open.ts). Run alone: `npm run bench open`.
  */
 const root = resolve('.tmp/bench');
 mkdirSync(root, { recursive: true });
@@ -326,3 +332,12 @@ if (!only || only === 'commits') await commitBench();
 if (!only || only === 'merge') await mergeBench();
 if (!only || only === 'partitions') await partitionsBench();
 if (!only || only === 'writers') await writersBench();
+if (!only || only === 'open') {
+  const versions = Number(process.env.BENCH_VERSIONS ?? 10_000);
+  console.log(`plan a read of a table with ${versions} versions vs 10, median of 5 (bench/open.ts)`);
+  await openBench(root, versions);
+}
+if (!only || only === 'read') {
+  console.log(`read ${rows} rows, median of 3 (ratio per run in brackets)`);
+  await readBench(root, rows);
+}

@@ -1,8 +1,4 @@
-import { createReadStream } from 'node:fs';
-import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { pipeline } from 'node:stream/promises';
+import { readFile, stat } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { invalidInput, notFound } from '../core/errors.ts';
 import { parseJson, stringifyJson } from '../core/json.ts';
@@ -196,16 +192,10 @@ export function registerCommands(program: Command): void {
           out(formatTable(stopped ? rows.slice(0, DEFAULT_TABLE_ROWS) : rows, { stoppedAt: stopped ? DEFAULT_TABLE_ROWS : undefined }));
           return;
         }
-        const dir = await mkdtemp(join(tmpdir(), 'twinlake-read-'));
-        try {
-          const file = join(dir, output === 'csv' ? 'out.csv' : 'out.ndjson');
-          const kind = output === 'csv' ? 'csv' : 'json';
-          if (byPath) await lake.exportPath(table, file, { ...opts, output: kind });
-          else await lake.table(table).export(file, { ...opts, output: kind });
-          await pipeline(createReadStream(file), process.stdout, { end: false });
-        } finally {
-          await rm(dir, { recursive: true, force: true });
-        }
+        // Rows go to standard output as the engine produces them: no temporary file, memory bounded.
+        const kind = output === 'csv' ? 'csv' : 'json';
+        if (byPath) await lake.exportPath(table, process.stdout, { ...opts, output: kind });
+        else await lake.table(table).export(process.stdout, { ...opts, output: kind });
       }, { readOnly: true });
     });
 

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { DuckDBInstance, type DuckDBConnection, type DuckDBValue } from '@duckdb/node-api';
+import { DuckDBInstance, type DuckDBConnection, type DuckDBDataChunk, type DuckDBValue } from '@duckdb/node-api';
 import { errorMessage, TwinlakeError, type ErrorKind } from '../core/errors.ts';
 import { quoteIdent, quoteString } from '../format/parquet/duckdb-types.ts';
 import { formatBytes, howToSet, resolveEngineSettings, type EngineOptions, type EngineSettings } from './engine-settings.ts';
@@ -10,6 +10,9 @@ export { quoteIdent, quoteString };
 
 /** The engine's memory limit, threads and spill folder (see `resolveEngineSettings`). */
 export type SessionOptions = EngineOptions;
+
+/** How far a streamed query's result may run ahead of its consumer. */
+const STREAM_BUFFER = '16MB';
 
 /** The kind of a DuckDB failure, from the error class DuckDB puts first in its message. */
 function kindOf(message: string): ErrorKind {
@@ -29,6 +32,7 @@ export class DuckDBSession {
   private queue: Promise<unknown> = Promise.resolve();
   private closed = false;
   private readonly registered = new Set<string>();
+  private streamBufferSet = false;
 
   private constructor(
     private readonly instance: DuckDBInstance,
@@ -108,6 +112,29 @@ export class DuckDBSession {
     return this.serial(sql, async () => {
       const reader = await this.connection.runAndReadAll(sql);
       return { columns: reader.columnNames(), rows: reader.getRows() };
+    });
+  }
+
+  /**
+   * Runs a query and hands its result to `onChunk` one chunk at a time (about 2,048 rows), waiting
+   * for each call before fetching the next: a slow consumer slows the engine instead of piling rows
+   * up in memory. The session runs nothing else until the last chunk is handled. A chunk is valid
+   * only during its call.
+   */
+  stream(sql: string, onChunk: (chunk: DuckDBDataChunk) => void | Promise<void>): Promise<void> {
+    return this.serial(sql, async () => {
+      if (!this.streamBufferSet) {
+        // DuckDB's default buffer (about 1 MB) keeps the engine waiting on each fetch; a few MB let
+        // its threads run ahead of the consumer while memory stays bounded.
+        await this.connection.run(`SET streaming_buffer_size = '${STREAM_BUFFER}'`);
+        this.streamBufferSet = true;
+      }
+      const result = await this.connection.stream(sql);
+      for (;;) {
+        const chunk = await result.fetchChunk();
+        if (!chunk || chunk.rowCount === 0) return;
+        await onChunk(chunk);
+      }
     });
   }
 

@@ -23,6 +23,7 @@ import { decodeDeletionVectorBlob } from '../format/delta/deletion-vector.ts';
 import type { RoaringBitmap64 } from '../format/roaring.ts';
 import type { EqualityDeleteFile, LiteralValue, PositionDeletes, ScanFile, ScanTask } from '../format/scan-task.ts';
 import type { DuckDBSession } from './duckdb-session.ts';
+import { varcharColumnBytes } from './varchar-bytes.ts';
 
 const FILE_COL = '__tl_file';
 const ROW_COL = '__tl_row';
@@ -50,14 +51,20 @@ function defaultValue(field: NestedField): string {
   return `CAST(${sqlLiteral(field.type, fromJsonValue(field.type, initial) as LiteralValue)} AS VARCHAR)`;
 }
 
-function readParquet(paths: string[], task: ScanTask, fields: NestedField[], byName: boolean): string {
+/**
+ * One `read_parquet` over `paths`. `virtual` adds DuckDB's virtual columns `filename` and
+ * `file_row_number`, which joins and deletes match on; they are left out otherwise, since asking
+ * for them costs a plain scan about a quarter of its time.
+ */
+function readParquet(paths: string[], task: ScanTask, fields: NestedField[], byName: boolean, virtual: boolean): string {
   const entries = fields.map((f) => {
     const key = byName ? quoteString(physicalName(f, task.physicalNames)) : `CAST(${f.id} AS INTEGER)`;
     return `${key}: {name: ${quoteString(colAlias(f))}, type: ${quoteString(readType(f, task.physicalNames))}, default_value: ${defaultValue(f)}}`;
   });
   const list = `[${paths.map(quoteString).join(', ')}]`;
   // filename and file_row_number are DuckDB's virtual columns; the schema's aliases cannot clash.
-  return `SELECT *, filename AS ${quoteIdent(FILE_COL)}, file_row_number AS ${quoteIdent(ROW_COL)} FROM read_parquet(${list}, schema = MAP {${entries.join(', ')}}, hive_partitioning = false)`;
+  const extra = virtual ? `, filename AS ${quoteIdent(FILE_COL)}, file_row_number AS ${quoteIdent(ROW_COL)}` : '';
+  return `SELECT *${extra} FROM read_parquet(${list}, schema = MAP {${entries.join(', ')}}, hive_partitioning = false)`;
 }
 
 /** SQL that renames physical struct member names to logical ones, or undefined when none differ. */
@@ -120,10 +127,11 @@ export function scanRelationSql(task: ScanTask, options: ScanSqlOptions = {}): s
   const deletes = deleteJoins(task, [...fields, ...(task.hiddenFields ?? [])], mapped, columnExpr);
   const readFields = [...fields, ...(deletes?.hiddenFields ?? [])];
   const paths = task.files.map((f) => localPath(f.path));
-  const reads = readGroups(paths, task, readFields, mapped);
-  let from = reads.length === 1 ? `(${reads[0]}) AS t` : `(${reads.join(' UNION ALL ')}) AS t`;
+  const groups = readGroups(paths, task, mapped);
   // One read_parquet keeps the task's file and row order by itself; a join or a union does not.
-  const joined = constFields.length > 0 || reads.length > 1 || deletes !== undefined;
+  const joined = constFields.length > 0 || groups.length > 1 || deletes !== undefined;
+  const reads = groups.map((g) => readParquet(g.paths, task, readFields, g.byName, joined));
+  let from = reads.length === 1 ? `(${reads[0]}) AS t` : `(${reads.join(' UNION ALL ')}) AS t`;
   if (!joined) return `SELECT ${projection.join(', ')} FROM ${from}${limit}`;
 
   const rows = task.files.map((file, index) => {
@@ -149,13 +157,13 @@ export function scanRelationSql(task: ScanTask, options: ScanSqlOptions = {}): s
 }
 
 /** One read per column resolution: by field ID, and by name for files without field IDs. */
-function readGroups(paths: string[], task: ScanTask, fields: NestedField[], nameMapped: Set<string>): string[] {
+function readGroups(paths: string[], task: ScanTask, nameMapped: Set<string>): { paths: string[]; byName: boolean }[] {
   const byName = task.resolution === 'name';
   const groups = byName ? [{ paths, byName }] : [
     { paths: paths.filter((p) => !nameMapped.has(p)), byName: false },
     { paths: paths.filter((p) => nameMapped.has(p)), byName: true },
   ];
-  return groups.filter((g) => g.paths.length > 0).map((g) => readParquet(g.paths, task, fields, g.byName));
+  return groups.filter((g) => g.paths.length > 0);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -252,7 +260,7 @@ function deleteJoins(task: ScanTask, readable: NestedField[], nameMapped: Set<st
       if (typeof f.type !== 'string') throw unsupported(`scan: equality delete column ${f.name} (${id}) is not a primitive column`);
       return f;
     });
-    const reads = readGroups([...pairs.keys()], task, eqFields, nameMapped);
+    const reads = readGroups([...pairs.keys()], task, nameMapped).map((g) => readParquet(g.paths, task, eqFields, g.byName, true));
     const pairRows = [...pairs].flatMap(([path, gs]) => [...gs].map((g) => `(${quoteString(path)}, ${g})`));
     const alias = quoteIdent(`__tl_e${n++}`);
     const rel = `SELECT m.g, ${eqFields.map((f) => `d.${quoteIdent(colAlias(f))}`).join(', ')} FROM (${reads.join(' UNION ALL ')}) AS d ` +
@@ -397,9 +405,21 @@ export async function countScan(session: DuckDBSession, task: ScanTask): Promise
   return Number((rows[0] as { n: bigint | number }).n);
 }
 
+/** Whether `exportExpr` changes a value of this type (maps always: they become lists of entries). */
+function changesForExport(type: IcebergType): boolean {
+  if (typeof type !== 'string') {
+    if (type.type === 'struct') return type.fields.some((f) => changesForExport(f.type));
+    if (type.type === 'list') return changesForExport(type.element);
+    return true;
+  }
+  return ['timestamptz', 'timestamp', 'timestamp_ns', 'time', 'date', 'uuid', 'binary'].includes(type) || type.startsWith('decimal') || type.startsWith('fixed');
+}
+
 /** SQL giving a column the text/number form `readScan` documents, for DuckDB's JSON and CSV writers. */
 function exportExpr(type: IcebergType, expr: string, depth: number): string {
   const v = `__z${depth}`;
+  // A value already in its output form is left alone: rebuilding a struct or list costs the engine.
+  if (!changesForExport(type)) return expr;
   if (typeof type !== 'string') {
     if (type.type === 'struct') {
       const parts = type.fields.map((f) => `${quoteIdent(f.name)} := ${exportExpr(f.type, `struct_extract(${expr}, ${quoteString(f.name)})`, depth + 1)}`);
@@ -421,6 +441,18 @@ function exportExpr(type: IcebergType, expr: string, depth: number): string {
   return expr;
 }
 
+/** Each column of an export (rows of the scan as `s`) in its output form; in CSV, nested values as JSON text. */
+function exportValues(task: ScanTask, format: 'json' | 'csv'): string[] {
+  return task.schema.fields.map((f) => {
+    const value = exportExpr(f.type, `s.${quoteIdent(f.name)}`, 0);
+    return format === 'csv' && typeof f.type !== 'string' ? `CAST(to_json(${value}) AS VARCHAR)` : value;
+  });
+}
+
+function checkExportFormat(format: string): asserts format is 'json' | 'csv' {
+  if (format !== 'json' && format !== 'csv') throw invalidInput(`export: expected format json or csv, found ${String(format)}`);
+}
+
 /**
  * Writes the task's rows to a local file without holding them in memory: `json` as NDJSON, `csv`
  * with a header. Values take `readScan`'s forms, except binary (base64 text). In CSV a struct,
@@ -428,14 +460,65 @@ function exportExpr(type: IcebergType, expr: string, depth: number): string {
  * values (`{'name': Søren}`) is not something any reader can parse back.
  */
 export async function copyScanTo(session: DuckDBSession, task: ScanTask, options: { format: 'json' | 'csv'; path: string; limit?: number }): Promise<void> {
-  if (options.format !== 'json' && options.format !== 'csv') throw invalidInput(`export: expected format json or csv, found ${String(options.format)}`);
+  checkExportFormat(options.format);
   const inner = await scanSql(session, task, options.limit);
-  const columns = task.schema.fields.map((f) => {
-    const value = exportExpr(f.type, `s.${quoteIdent(f.name)}`, 0);
-    const cell = options.format === 'csv' && typeof f.type !== 'string' ? `CAST(to_json(${value}) AS VARCHAR)` : value;
-    return `${cell} AS ${quoteIdent(f.name)}`;
-  });
   const format = options.format === 'json' ? 'FORMAT json' : 'FORMAT csv, HEADER true';
   const target = localPathIfFile(options.path);
+  const columns = exportValues(task, options.format).map((v, i) => `${v} AS ${quoteIdent(task.schema.fields[i]!.name)}`);
   await session.run(`COPY (SELECT ${columns.join(', ')} FROM (${inner}) AS s) TO ${quoteString(target)} (${format})`);
+}
+
+/**
+ * A CSV field as DuckDB's CSV writer prints it: NULL as nothing; quoted (inner quotes doubled)
+ * when it is empty or holds a comma, a quote, a line break or a `#` (the comment character its
+ * reader knows); else as is. Only text that can hold those is checked: numbers, booleans, dates,
+ * times, decimals and uuids never do, and base64 only when it is empty.
+ */
+function csvFieldSql(text: string, type: IcebergType): string {
+  if (typeof type === 'string' && type !== 'string' && type !== 'binary' && !type.startsWith('fixed')) return `coalesce(${text}, '')`;
+  const needsQuotes = type === 'binary' || (typeof type === 'string' && type.startsWith('fixed'))
+    ? `${text} = ''`
+    : `${text} = '' OR contains(${text}, ',') OR contains(${text}, '"') OR contains(${text}, '#') OR contains(${text}, chr(10)) OR contains(${text}, chr(13))`;
+  return `CASE WHEN ${text} IS NULL THEN '' WHEN ${needsQuotes} THEN '"' || replace(${text}, '"', '""') || '"' ELSE ${text} END`;
+}
+
+/** `csvFieldSql` for a header name, in JavaScript. */
+function csvField(text: string): string {
+  return text === '' || /[,"#\n\r]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
+}
+
+/**
+ * A query giving each row of the export as one line of text (newline included) in column
+ * `line`: the bytes `copyScanTo` writes for that row. NDJSON lines are DuckDB's own `to_json` of
+ * the row, which is what its JSON writer prints; CSV lines join the fields as its CSV writer
+ * quotes them.
+ */
+function exportLinesSql(task: ScanTask, inner: string, format: 'json' | 'csv'): string {
+  const values = exportValues(task, format);
+  if (format === 'json') {
+    const fields = task.schema.fields.map((f, i) => `${quoteIdent(f.name)} := ${values[i]}`);
+    return `SELECT CAST(to_json(struct_pack(${fields.join(', ')})) AS VARCHAR) || chr(10) AS line FROM (${inner}) AS s`;
+  }
+  // The texts first, so that the quoting below reads each one as a column, not as its expression again.
+  const texts = values.map((v, i) => `CAST(${v} AS VARCHAR) AS ${quoteIdent(`__tl_t${i}`)}`);
+  const fields = task.schema.fields.map((f, i) => csvFieldSql(`c.${quoteIdent(`__tl_t${i}`)}`, f.type));
+  // One concat builds the line in one allocation; a chain of || makes a string per step.
+  return `SELECT concat(${fields.join(`, ',', `)}, chr(10)) AS line FROM (SELECT ${texts.join(', ')} FROM (${inner}) AS s) AS c`;
+}
+
+/**
+ * Streams the task's rows as NDJSON or CSV (with a header), byte for byte what `copyScanTo`
+ * writes, to `write` in pieces of one engine chunk (about 2,048 rows); each piece is written
+ * before the next is read, so memory stays bounded whatever the table's size.
+ */
+export async function streamScan(
+  session: DuckDBSession,
+  task: ScanTask,
+  options: { format: 'json' | 'csv'; limit?: number },
+  write: (bytes: Uint8Array) => void | Promise<void>,
+): Promise<void> {
+  checkExportFormat(options.format);
+  const inner = await scanSql(session, task, options.limit);
+  if (options.format === 'csv') await write(Buffer.from(task.schema.fields.map((f) => csvField(f.name)).join(',') + '\n'));
+  await session.stream(exportLinesSql(task, inner, options.format), (chunk) => write(varcharColumnBytes(chunk, 0)));
 }

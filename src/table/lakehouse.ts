@@ -9,13 +9,13 @@ import { DeltaRegistry } from '../catalog/delta-registry.ts';
 import { DuckDBSession } from '../engine/duckdb-session.ts';
 import { onInterrupt, trackStaging } from './write/interrupt.ts';
 import { resolveEngineSettings, type EngineOptions, type EngineSettings } from '../engine/engine-settings.ts';
-import { copyScanTo, readScan } from '../engine/read-scan.ts';
+import { readScan } from '../engine/read-scan.ts';
 import { FileIO } from '../io/file-io.ts';
 import { LocalStore } from '../io/local-store.ts';
 import { storeForLocation } from '../io/store-for-uri.ts';
 import { parseTableMetadata } from '../format/iceberg/table-metadata.ts';
 import { locateMetadataFile } from './read/metadata-locator.ts';
-import { planRead, type ReadPlan, type TableSource } from './read/reader.ts';
+import { exportScan, planRead, type ExportTarget, type ReadPlan, type TableSource } from './read/reader.ts';
 import { describeDelta, describeIceberg, deltaTableHistory, icebergHistory, Table, type HistoryEntry, type ReadOptions, type TableDescription } from './table.ts';
 import { latestDeltaVersion } from './delta/delta-log.ts';
 import { listLiveFiles, type LiveFiles } from './read/live-files.ts';
@@ -219,9 +219,10 @@ export class Lakehouse {
     return readScan(await this.session(), plan.task, { limit: opts.limit });
   }
 
-  async exportPath(path: string, out: string, opts: ReadOptions & { output: 'json' | 'csv' }): Promise<ReadPlan> {
+  /** Exports a read of a table known only by its location (see Table.export). */
+  async exportPath(path: string, target: ExportTarget, opts: ReadOptions & { output: 'json' | 'csv' }): Promise<ReadPlan> {
     const plan = await this.planPath(path, opts);
-    await copyScanTo(await this.session(), plan.task, { format: opts.output, path: out, limit: opts.limit });
+    await exportScan(await this.session(), plan.task, target, opts);
     return plan;
   }
 

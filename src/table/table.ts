@@ -15,10 +15,10 @@ import { deleteRows, mergeTable, type DeleteOptions, type MergeOptions, type Mer
 import type { Schema, StructType, TableMetadata } from '../format/iceberg/types.ts';
 import { ancestors, currentSchema, currentSnapshot, specById } from '../format/iceberg/table-metadata.ts';
 import { formatPartitionSpec } from '../format/iceberg/partition-spec-parser.ts';
-import { copyScanTo, countScan, readScan } from '../engine/read-scan.ts';
+import { countScan, readScan } from '../engine/read-scan.ts';
 import { deltaVersionOf, OPERATION_KEY, type TableOperation } from '../format/dual/summary-keys.ts';
 import type { WriteInput } from './write/input.ts';
-import { planRead, type ReadFormat, type ReadPlan, type TableSource, type TimeTravel } from './read/reader.ts';
+import { exportScan, planRead, type ExportTarget, type ReadFormat, type ReadPlan, type TableSource, type TimeTravel } from './read/reader.ts';
 import type { TableContext } from './table-context.ts';
 import { identString } from './table-context.ts';
 import { checkCreationOptions, parseFormats, tableFormats, type TableFormat } from '../format/dual/table-properties.ts';
@@ -250,10 +250,13 @@ export class Table {
     return countScan(await this.ctx.session(), plan.task);
   }
 
-  /** Writes the rows of a read to a local file as NDJSON or CSV, without holding them in memory. */
-  async export(path: string, opts: ReadOptions & { output: 'json' | 'csv' }): Promise<ReadPlan> {
+  /**
+   * Writes the rows of a read as NDJSON or CSV, without holding them in memory: to a local file,
+   * or to a stream as they are read (`export(process.stdout, { output: 'json' })`).
+   */
+  async export(target: ExportTarget, opts: ReadOptions & { output: 'json' | 'csv' }): Promise<ReadPlan> {
     const plan = await this.plan(opts);
-    await copyScanTo(await this.ctx.session(), plan.task, { format: opts.output, path, limit: opts.limit });
+    await exportScan(await this.ctx.session(), plan.task, target, opts);
     return plan;
   }
 

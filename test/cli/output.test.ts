@@ -1,10 +1,26 @@
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, watch, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { Writable } from 'node:stream';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { displayWidth, formatTable, printFiles, printHistory } from '../../src/cli/format.ts';
 import { formatBytes, formatDuration, formatProgress, ProgressTracker } from '../../src/cli/progress.ts';
-import { cli, ndjson, tempDir } from '../helpers.ts';
+import { cli, ndjson, repoRoot, tempDir } from '../helpers.ts';
+import { Lakehouse } from '../../src/index.ts';
+
+/** The CLI in a child process that runs while this test does (a watcher can see what it makes). */
+function cliAsync(args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [join(repoRoot, 'bin/twinlake.mjs'), ...args], { cwd: repoRoot, env: { ...process.env, ...env } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
+  });
+}
 
 describe('table output', () => {
   it('keeps each row on one line, control characters escaped', () => {
@@ -137,6 +153,37 @@ describe('read output through the real command', () => {
     }
     expect(JSON.parse(got[0]!.customer as string).name).toBe('Søren, "the" one\nsecond line');
     expect(JSON.parse(got[0]!.attrs as string)).toEqual([{ key: 'k', value: 'v' }, { key: 'x,y', value: '1' }]);
+  });
+
+  it('read streams its rows to standard output: no temporary file, the bytes of the file export, in both formats', async () => {
+    // The read runs with a temp folder of its own, watched while it runs (a file made and
+    // removed again would leave no trace afterwards).
+    const temp = join(tmp.path, 'temp');
+    mkdirSync(temp);
+    const lake = await Lakehouse.open({ warehouse: wh, readOnly: true });
+    try {
+      for (const format of ['iceberg', 'delta'] as const) {
+        for (const output of ['ndjson', 'csv'] as const) {
+          const created: string[] = [];
+          const watcher = watch(temp, (_, name) => void created.push(String(name)));
+          const r = await cliAsync(['--warehouse', wh, 'read', 'o.many', '--format', format, '--output', output], { TMPDIR: temp, TWINLAKE_TEMP_DIR: temp });
+          watcher.close();
+          expect(r.code, r.stderr).toBe(0);
+          expect(created, `${format} ${output}`).toEqual([]);
+          const file = join(tmp.path, `export-${format}.${output}`);
+          await lake.table('o.many').export(file, { format, output: output === 'csv' ? 'csv' : 'json' });
+          expect(r.stdout, `${format} ${output}`).toBe(readFileSync(file, 'utf8'));
+          expect(r.stdout.trim().split('\n')).toHaveLength(output === 'csv' ? 151 : 150);
+        }
+      }
+      // The library streams the same bytes to any writable stream.
+      const chunks: Buffer[] = [];
+      const sink = new Writable({ write: (chunk, _, done) => (chunks.push(chunk), done()) });
+      await lake.table('o.nested').export(sink, { output: 'json' });
+      expect(Buffer.concat(chunks).toString('utf8')).toBe(cli(['--warehouse', wh, 'read', 'o.nested', '--output', 'ndjson']).stdout);
+    } finally {
+      await lake.close();
+    }
   });
 
   it('--output table says when it stopped at its default limit of 100 rows', () => {

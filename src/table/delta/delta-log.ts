@@ -42,14 +42,32 @@ export async function deltaLogFiles(store: ObjectStore, tableRoot: string): Prom
   return (await listLog(store, tableRoot)).files;
 }
 
-async function listLog(store: ObjectStore, tableRoot: string): Promise<LogListing> {
+async function listLog(store: ObjectStore, tableRoot: string, namePrefix = ''): Promise<LogListing> {
   const prefix = logPrefix(tableRoot);
   const files = new Map<string, number>();
-  for await (const o of store.list(prefix)) {
+  for await (const o of store.list(prefix + namePrefix)) {
     const name = o.path.slice(prefix.length);
     if (name !== '' && !name.includes('/')) files.set(name, o.modified);
   }
   return { files };
+}
+
+/** Log files come in blocks of this many versions that share a name prefix (17 of 20 digits). */
+const BLOCK = 1000;
+
+/**
+ * The log files of versions from `version` on: the blocks of 1,000 versions from the one holding
+ * `version`, until a block holds no commit (versions are contiguous, so none follows). What a
+ * read of the newest version needs once `_last_checkpoint` names its checkpoint: a log of 10,000
+ * versions is not listed whole (every listed file is a stat on local disk, a page on S3).
+ */
+async function listLogFrom(store: ObjectStore, tableRoot: string, version: number): Promise<LogListing> {
+  const files = new Map<string, number>();
+  for (let block = Math.floor(version / BLOCK); ; block++) {
+    const { files: found } = await listLog(store, tableRoot, String(block * BLOCK).padStart(20, '0').slice(0, 17));
+    for (const [name, modified] of found) files.set(name, modified);
+    if (![...found.keys()].some((name) => parseLogFileName(name)?.kind === 'commit')) return { files };
+  }
 }
 
 async function readLastCheckpoint(store: ObjectStore, tableRoot: string): Promise<LastCheckpoint | undefined> {
@@ -114,7 +132,9 @@ export async function readDeltaSnapshot(
   if (opts.version !== undefined && opts.timestampMs !== undefined) {
     throw invalidInput('delta log: expected a version or a timestamp, found both');
   }
-  const [listing, hint] = await Promise.all([listLog(store, tableRoot), readLastCheckpoint(store, tableRoot)]);
+  const hint = await readLastCheckpoint(store, tableRoot);
+  const newest = opts.version === undefined && opts.timestampMs === undefined;
+  const listing = (hint && newest ? await listingFromCheckpoint(store, tableRoot, hint) : undefined) ?? (await listLog(store, tableRoot));
   if (listing.files.size === 0) throw notFound(`delta log: expected ${logPrefix(tableRoot)} in ${store.root}, found no log files`);
   const version = opts.timestampMs !== undefined ? await versionAt(store, tableRoot, listing, opts.timestampMs) : opts.version;
   const target = version ?? Infinity;
@@ -146,6 +166,22 @@ export async function readDeltaSnapshot(
     ),
   ]);
   return replay({ ...(cp && checkpointActions ? { checkpoint: { version: cp.version, actions: checkpointActions } } : {}), commits });
+}
+
+/**
+ * For a read of the newest version: the log from the hint's checkpoint on (see listLogFrom),
+ * when it holds a complete checkpoint at or after the hint, so that the segment to replay lies
+ * inside it. Undefined when it does not (a stale hint, a missing part): the caller lists it all.
+ */
+async function listingFromCheckpoint(store: ObjectStore, tableRoot: string, hint: LastCheckpoint): Promise<LogListing | undefined> {
+  const listing = await listLogFrom(store, tableRoot, hint.version);
+  try {
+    const lastCheckpoint = { version: hint.version, ...(hint.parts !== undefined ? { parts: hint.parts } : {}) };
+    const checkpoint = listLogSegment([...listing.files.keys()], { lastCheckpoint }).checkpoint;
+    return checkpoint && checkpoint.version >= hint.version && checkpoint.files.every((f) => listing.files.has(f)) ? listing : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 async function readCheckpoint(store: ObjectStore, tableRoot: string, files: string[]): Promise<Action[]> {

@@ -18,6 +18,13 @@ import type { FileIO } from '../../io/file-io.ts';
  */
 export async function locateMetadataFile(io: FileIO, location: string): Promise<string | undefined> {
   const dir = joinUri(location, 'metadata');
+  const hintUri = joinUri(dir, 'version-hint.text');
+  const hint = (await io.exists(hintUri)) ? (await io.readText(hintUri)).trim() : undefined;
+  // The file the hint names, when it exists, is the answer without listing the folder: a table
+  // with many snapshots keeps thousands of metadata files and manifest lists there.
+  const named = hint === undefined || hint === '' ? undefined : /^\d+$/.test(hint) ? `v${Number(hint)}.metadata.json` : hintedName(hint);
+  if (named !== undefined && (await io.exists(joinUri(dir, named)))) return joinUri(dir, named);
+
   const files: string[] = [];
   for await (const o of io.list(dir + '/')) {
     const name = o.uri.slice(dir.length + 1);
@@ -25,24 +32,23 @@ export async function locateMetadataFile(io: FileIO, location: string): Promise<
   }
   const newest = (names: string[]) =>
     names.length === 0 ? undefined : joinUri(dir, names.reduce((a, b) => ((versionOf(b) ?? -1) > (versionOf(a) ?? -1) ? b : a)));
-  const hintUri = joinUri(dir, 'version-hint.text');
-  if (await io.exists(hintUri)) {
-    const hint = (await io.readText(hintUri)).trim();
+  if (hint) {
     let limit: number | undefined;
     if (/^\d+$/.test(hint)) {
       const n = Number(hint);
-      const match = files.find((f) => f === `v${n}.metadata.json`) ?? files.find((f) => versionOf(f) === n);
+      const match = files.find((f) => versionOf(f) === n);
       if (match) return joinUri(dir, match);
       limit = n;
-    } else if (hint) {
-      const name = hint.endsWith('.metadata.json') ? hint : `${hint}.metadata.json`;
-      const base = name.includes('/') ? name.slice(name.lastIndexOf('/') + 1) : name;
-      if (files.includes(base)) return joinUri(dir, base);
-      limit = versionOf(base);
-    }
+    } else limit = versionOf(named!);
     if (limit !== undefined) return newest(files.filter((f) => (versionOf(f) ?? Infinity) <= limit));
   }
   return newest(files.filter((f) => !/^v\d+\.metadata\.json/.test(f)));
+}
+
+/** The metadata file a hint that is not a bare number names: `v3`, `00003-<uuid>.metadata.json`, or a path ending in one. */
+function hintedName(hint: string): string {
+  const name = hint.endsWith('.metadata.json') ? hint : `${hint}.metadata.json`;
+  return name.includes('/') ? name.slice(name.lastIndexOf('/') + 1) : name;
 }
 
 /** The version number in `v12.metadata.json` or `00012-<uuid>.metadata.json`. */

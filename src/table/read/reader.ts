@@ -1,5 +1,7 @@
 import { invalidInput, notFound } from '../../core/errors.ts';
 import type { FileIO } from '../../io/file-io.ts';
+import type { DuckDBSession } from '../../engine/duckdb-session.ts';
+import { copyScanTo, streamScan } from '../../engine/read-scan.ts';
 import { snapshotAsOf, snapshotById } from '../../format/iceberg/table-metadata.ts';
 import type { Snapshot, TableMetadata } from '../../format/iceberg/types.ts';
 import type { ScanTask } from '../../format/scan-task.ts';
@@ -9,6 +11,39 @@ import { enginePath, enginePaths, planIcebergScan } from './iceberg-scan.ts';
 import { bindFilter, pruneDeltaTask } from './scan-filter.ts';
 
 export type ReadFormat = 'iceberg' | 'delta';
+
+/**
+ * Where an export goes: a local file (path or `file:` URI), or a stream (standard output, a
+ * socket, a file stream) that receives the rows as they are read.
+ */
+export type ExportTarget = string | NodeJS.WritableStream;
+
+/**
+ * A write function for `out` that waits while its buffer is full (so a slow consumer holds the
+ * engine back instead of filling memory) and fails once the stream has failed or closed.
+ */
+export function streamWriter(out: NodeJS.WritableStream): (bytes: Uint8Array) => Promise<void> | void {
+  let failure: Error | undefined;
+  const onError = (e: Error) => (failure ??= e);
+  out.on('error', onError);
+  return (bytes) => {
+    if (failure) throw failure;
+    if (out.write(bytes)) return;
+    return new Promise<void>((resolve, reject) => {
+      const done = (e?: Error) => {
+        out.off('drain', done);
+        out.off('error', done);
+        out.off('close', closed);
+        if (e) reject(e);
+        else resolve();
+      };
+      const closed = () => done(failure ?? new Error('export: the output stream closed before the rows were written'));
+      out.on('drain', done);
+      out.on('error', done);
+      out.on('close', closed);
+    });
+  };
+}
 
 /** Which state of the table to read; at most one of snapshotId, version, asOf. */
 export interface TimeTravel {
@@ -32,6 +67,12 @@ export interface TableSource {
   io: FileIO;
   location: string;
   iceberg(): Promise<TableMetadata | undefined>;
+}
+
+/** Writes a planned read to `target` (see ExportTarget): a file by the engine's own writer, a stream as it is read. */
+export async function exportScan(session: DuckDBSession, task: ScanTask, target: ExportTarget, opts: { output: 'json' | 'csv'; limit?: number }): Promise<void> {
+  if (typeof target === 'string') return copyScanTo(session, task, { format: opts.output, path: target, limit: opts.limit });
+  await streamScan(session, task, { format: opts.output, limit: opts.limit }, streamWriter(target));
 }
 
 export function parseAsOf(asOf: Date | string | number): number {
