@@ -28,7 +28,8 @@ export async function eventsCsvFile(path: string, rows: number): Promise<string>
   });
 }
 
-function eventRows() {
+/** Event `i` of the deterministic feed the event files hold; bench/scale.ts streams the same events. */
+export function eventRows() {
   const regions = ['us-east', 'us-west', 'eu-zürich', 'eu-west', 'ap-東京'];
   const notes = ['ok', 'retry, then ok', 'said "hi"', 'naïve café', 'emoji 🚀 launch'];
   let seed = 7;

@@ -341,3 +341,15 @@ if (!only || only === 'read') {
   console.log(`read ${rows} rows, median of 3 (ratio per run in brackets)`);
   await readBench(root, rows);
 }
+if (only === 'scale') {
+  // Run alone only: it streams BENCH_GB (default 10) GB through the CLI.
+  const { scaleBench } = await import('./scale.ts');
+  const gb = Number(process.env.BENCH_GB ?? 10);
+  const extra = process.env.BENCH_SCALE_ARGS ? process.env.BENCH_SCALE_ARGS.split(' ') : [];
+  console.log(`scale: ${gb} GB of NDJSON events generated on the fly into \`twinlake write --input -\`${extra.length ? ` (${extra.join(' ')})` : ''}`);
+  const r = await scaleBench(join(root, 'scale'), Math.round(gb * 1e9), extra);
+  const rowsOk = Object.values(r.counts).every((n) => n === r.rows);
+  console.log(`  ${(r.bytes / 1e9).toFixed(2)} GB, ${r.rows} rows in ${(r.ms / 1000).toFixed(1)} s = ${Math.round(r.rows / (r.ms / 1000))} rows/s (${(r.bytes / 1e6 / (r.ms / 1000)).toFixed(0)} MB/s)`);
+  console.log(`  peak RSS ${r.peakRssMb} MB   goal < 1024 MB ${r.peakRssMb < 1024 ? 'MET' : 'NOT MET'};   peak disk ${r.peakDiskMb} MB`);
+  console.log(`  rows: iceberg ${r.counts.iceberg}, delta ${r.counts.delta}, duckdb over iceberg files ${r.counts.duckdbIceberg}, over delta files ${r.counts.duckdbDelta}: ${rowsOk ? 'all equal' : 'NOT EQUAL'}`);
+}
