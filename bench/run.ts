@@ -192,22 +192,118 @@ async function writeBench(): Promise<void> {
 async function commitBench(): Promise<void> {
   const warehouse = join(root, 'wh-commits');
   rmSync(warehouse, { recursive: true, force: true });
+  // Where a commit's time goes: every store call and SQLite statement is timed and filed under
+  // the step it serves (by the file it touches), in the phase of the append it runs in. Calls
+  // that run in parallel each count their own time, so a phase's steps may sum above its time.
+  const { LocalStore } = await import('../src/io/local-store.ts');
+  const { Transaction } = await import('../src/table/commit/transaction.ts');
+  const { default: Database } = await import('better-sqlite3');
+  type Phase = 'prepare' | 'iceberg' | 'delta';
+  let phase: Phase = 'prepare';
+  let timing = false;
+  const steps = new Map<string, { calls: number; ms: number }>();
+  const record = (step: string, ms: number) => {
+    if (!timing) return;
+    const s = steps.get(`${phase}|${step}`) ?? { calls: 0, ms: 0 };
+    s.calls++;
+    s.ms += ms;
+    steps.set(`${phase}|${step}`, s);
+  };
+  const kindOf = (key: string) => {
+    const name = key.slice(key.lastIndexOf('/') + 1);
+    if (name === '_last_checkpoint') return 'delta _last_checkpoint';
+    if (/^\d{20}\.checkpoint/.test(name)) return 'delta checkpoint';
+    if (/^\d{20}\.json$/.test(name)) return 'delta commit';
+    if (key.includes('_delta_log')) return 'delta log';
+    if (name.startsWith('snap-')) return 'manifest list';
+    if (name.endsWith('.avro')) return 'manifest';
+    if (name.endsWith('.metadata.json')) return 'metadata json';
+    if (name === 'version-hint.text') return 'version hint';
+    if (name.endsWith('.parquet')) return 'data file';
+    return `other (${name})`;
+  };
+  const proto = LocalStore.prototype as unknown as Record<string, (...a: unknown[]) => unknown>;
+  const originals: [string, (...a: unknown[]) => unknown][] = [];
+  for (const op of ['get', 'head', 'put', 'putIfAbsent', 'putFile', 'delete'] as const) {
+    const f = proto[op]!;
+    originals.push([op, f]);
+    proto[op] = async function (this: unknown, ...a: unknown[]) {
+      const t = performance.now();
+      try {
+        return await f.apply(this, a);
+      } finally {
+        record(`${op} ${kindOf(String(a[0]))}`, performance.now() - t);
+      }
+    };
+  }
+  const list = proto.list!;
+  originals.push(['list', list]);
+  proto.list = async function* (this: unknown, prefix: unknown) {
+    const t = performance.now();
+    let n = 0;
+    for await (const o of list.call(this, prefix) as AsyncIterable<unknown>) {
+      n++;
+      yield o;
+    }
+    record(`list ${kindOf(String(prefix))}`, performance.now() - t);
+  };
+  const statement = Object.getPrototypeOf(new Database(':memory:').prepare('SELECT 1')) as Record<string, (...a: unknown[]) => unknown>;
+  const sqlOriginals: [string, (...a: unknown[]) => unknown][] = [];
+  for (const op of ['run', 'get', 'all'] as const) {
+    const f = statement[op]!;
+    sqlOriginals.push([op, f]);
+    statement[op] = function (this: { source: string }, ...a: unknown[]) {
+      const t = performance.now();
+      try {
+        return f.apply(this, a);
+      } finally {
+        record(`sqlite ${this.source.trim().split(/\s+/)[0]!.toLowerCase()}`, performance.now() - t);
+      }
+    };
+  }
+  const txnCommit = Transaction.prototype.commit;
+  Transaction.prototype.commit = async function (this: InstanceType<typeof Transaction>, ...a: Parameters<typeof txnCommit>) {
+    phase = 'iceberg';
+    try {
+      return await txnCommit.apply(this, a);
+    } finally {
+      phase = 'delta';
+    }
+  };
+
   const lake = await Lakehouse.open({ warehouse, onWarning: (m) => console.error(m) });
   const table = lake.table('bench.commits');
   // The table is created first, so every timed commit is an append to an existing table.
   await table.append([{ id: -1, v: 'create' }]);
   const total: number[] = [];
   const commit: number[] = [];
+  const iceberg: number[] = [];
+  const delta: number[] = [];
   const checkpoint: number[] = [];
-  for (let i = 0; i < commits; i++) {
-    const batch = Array.from({ length: 10 }, (_, j) => ({ id: i * 10 + j, v: `row ${i}` }));
-    const t0 = performance.now();
-    const r = await table.append(batch);
-    total.push(performance.now() - t0);
-    commit.push(r.timings.icebergCommitMs + r.timings.deltaCommitMs);
-    checkpoint.push(r.timings.checkpointMs);
+  const encode: number[] = [];
+  try {
+    timing = true;
+    for (let i = 0; i < commits; i++) {
+      const batch = Array.from({ length: 10 }, (_, j) => ({ id: i * 10 + j, v: `row ${i}` }));
+      phase = 'prepare';
+      const t0 = performance.now();
+      const r = await table.append(batch);
+      total.push(performance.now() - t0);
+      commit.push(r.timings.icebergCommitMs + r.timings.deltaCommitMs);
+      iceberg.push(r.timings.icebergCommitMs);
+      delta.push(r.timings.deltaCommitMs);
+      checkpoint.push(r.timings.checkpointMs);
+      encode.push(r.timings.encodeMs);
+    }
+  } finally {
+    timing = false;
+    for (const [op, f] of originals) proto[op] = f;
+    for (const [op, f] of sqlOriginals) statement[op] = f;
+    Transaction.prototype.commit = txnCommit;
   }
+  const rows = await table.count();
   await lake.close();
+  if (rows !== commits * 10 + 1) throw new Error(`commit bench: expected ${commits * 10 + 1} rows, read ${rows}`);
   // Medians resist the odd slow fsync on a shared disk; means are shown beside them.
   const report = (label: string, xs: number[], goal?: number, stat: (w: number[]) => number = median) => {
     const first = xs.slice(0, 10);
@@ -222,6 +318,19 @@ async function commitBench(): Promise<void> {
   report('whole append (encode + commit + checkpoint)', total);
   // One commit in ten writes a checkpoint, so only the mean says anything here.
   report('delta checkpoint (every 10th version), mean', checkpoint, undefined, mean);
+  const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((xs.length * p) / 100))]!;
+  const goal = (label: string, xs: number[], p: number, limit: number) =>
+    console.log(`  ${label.padEnd(44)} p${p} ${pct(xs, p).toFixed(1).padStart(6)} ms   goal ≤ ${limit} ms ${pct(xs, p) <= limit ? 'MET' : 'NOT MET'}`);
+  goal('commit of a 10-row append, all commits', commit, 50, 5);
+  goal('commit of a 10-row append, all commits', commit, 99, 20);
+  console.log(`  p50 / p99 ms: iceberg commit ${pct(iceberg, 50).toFixed(1)} / ${pct(iceberg, 99).toFixed(1)}, delta version ${pct(delta, 50).toFixed(1)} / ${pct(delta, 99).toFixed(1)}, whole append ${pct(total, 50).toFixed(1)} / ${pct(total, 99).toFixed(1)} (encode ${pct(encode, 50).toFixed(1)}, checkpoint mean ${mean(checkpoint).toFixed(1)})`);
+  console.log(`  per step, per append (calls, ms summed over calls; mean of ${commits} appends):`);
+  for (const p of ['prepare', 'iceberg', 'delta'] as const) {
+    const mine = [...steps].filter(([k]) => k.startsWith(`${p}|`)).sort((a, b) => b[1].ms - a[1].ms);
+    const sum = mine.reduce((a, [, s]) => a + s.ms, 0) / commits;
+    console.log(`    ${p === 'prepare' ? 'load, repair, encode' : p === 'iceberg' ? 'iceberg commit' : 'delta + checkpoint'} (store and sqlite calls ${sum.toFixed(2)} ms)`);
+    for (const [k, s] of mine) console.log(`      ${k.slice(p.length + 1).padEnd(40)} ${(s.calls / commits).toFixed(2).padStart(6)} × ${(s.ms / commits).toFixed(2).padStart(6)} ms`);
+  }
 }
 
 /**

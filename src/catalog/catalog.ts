@@ -25,8 +25,25 @@ export interface TableCommit {
 
 /** A lost race or a failed requirement is an expected outcome, so it is a value, not an error. */
 export type CommitResult =
-  | { status: 'committed'; metadataLocation: string; metadata: TableMetadata }
+  | {
+      status: 'committed';
+      metadataLocation: string;
+      metadata: TableMetadata;
+      /**
+       * With `deferFollowUp`: the catalog's writes after the pointer moved (a version hint), for
+       * the caller to await beside its own. Never rejects: the commit already happened.
+       */
+      followUp?: Promise<void>;
+    }
   | { status: 'conflict'; reason: string };
+
+export interface CommitOptions {
+  /**
+   * Return once the pointer moved and hand what the catalog writes after that (`followUp`) to
+   * the caller, which awaits it while it writes its own files (the Delta version).
+   */
+  deferFollowUp?: boolean;
+}
 
 export interface Catalog {
   readonly name: string;
@@ -61,7 +78,7 @@ export interface Catalog {
    * concurrent commit gives `{status: 'conflict'}` and leaves the table unchanged. MUST throw
    * `not-found` when the table does not exist.
    */
-  commitTable(id: TableIdentifier, commit: TableCommit): Promise<CommitResult>;
+  commitTable(id: TableIdentifier, commit: TableCommit, options?: CommitOptions): Promise<CommitResult>;
   /** Unregisters the table; `purge` also deletes its files. MUST throw `not-found` when missing. */
   dropTable(id: TableIdentifier, options?: { purge?: boolean }): Promise<void>;
   /** Registers an existing metadata file under a new name. Same errors as createTable. */

@@ -13,6 +13,7 @@ import {
   checkTableIdentifier,
   formatTableIdentifier,
   type Catalog,
+  type CommitOptions,
   type CommitResult,
   type LoadTableResult,
   type TableCommit,
@@ -194,7 +195,7 @@ export class SqlCatalog implements Catalog {
     return { metadataLocation, metadata };
   }
 
-  async commitTable(id: TableIdentifier, commit: TableCommit): Promise<CommitResult> {
+  async commitTable(id: TableIdentifier, commit: TableCommit, options: CommitOptions = {}): Promise<CommitResult> {
     checkTableIdentifier(id);
     const current = this.requirePointer(id);
     const base = await this.readMetadata(current, id);
@@ -234,7 +235,9 @@ export class SqlCatalog implements Catalog {
         reason: `sql catalog: table ${formatTableIdentifier(id)} was changed by a concurrent commit: expected metadata ${current}, found ${now ?? 'no table'}`,
       };
     }
-    await this.advanceVersionHint(id);
+    const hint = this.advanceVersionHint(id);
+    if (options.deferFollowUp) return { status: 'committed', metadataLocation: written.uri, metadata: written.metadata, followUp: hint };
+    await hint;
     return { status: 'committed', metadataLocation: written.uri, metadata: written.metadata };
   }
 
@@ -375,8 +378,8 @@ export class SqlCatalog implements Catalog {
    */
   private async advanceVersionHint(id: TableIdentifier): Promise<void> {
     try {
+      let pointer = this.pointer(id);
       for (let attempt = 0; attempt < 3; attempt++) {
-        const pointer = this.pointer(id);
         const version = pointer === undefined ? undefined : ownMetadataVersion(pointer);
         if (pointer === undefined || version === undefined) return;
         const key = this.keyOf(hintLocation(pointer));
@@ -386,6 +389,11 @@ export class SqlCatalog implements Catalog {
         );
         if (held >= version) return;
         await this.store.put(key, String(version));
+        // The pointer still where it was: no concurrent commit can have written a newer hint
+        // that ours overwrote, so there is nothing to read back.
+        const now = this.pointer(id);
+        if (now === pointer) return;
+        pointer = now;
       }
     } catch {
       // See above: the hint is an optimisation.

@@ -27,13 +27,9 @@ export function syncMarker(): Uint8Array {
   return new Uint8Array(randomBytes(16));
 }
 
-export async function writeManifest(
-  io: FileIO,
-  uri: string,
-  metadata: TableMetadata,
-  args: { schema: Schema; spec: PartitionSpec; content: 0 | 1; entries: ManifestEntry[] },
-): Promise<number> {
-  const bytes = encodeManifest({
+/** A manifest's Avro bytes (spec §Manifests), for `writeManifest` or a write the caller schedules. */
+export function encodeManifestFile(metadata: TableMetadata, args: { schema: Schema; spec: PartitionSpec; content: 0 | 1; entries: ManifestEntry[] }): Uint8Array {
+  return encodeManifest({
     formatVersion: metadata['format-version'],
     schema: args.schema,
     spec: args.spec,
@@ -42,6 +38,15 @@ export async function writeManifest(
     syncMarker: syncMarker(),
     codec: avroCodec(metadata),
   });
+}
+
+export async function writeManifest(
+  io: FileIO,
+  uri: string,
+  metadata: TableMetadata,
+  args: { schema: Schema; spec: PartitionSpec; content: 0 | 1; entries: ManifestEntry[] },
+): Promise<number> {
+  const bytes = encodeManifestFile(metadata, args);
   await io.write(uri, bytes);
   return bytes.length;
 }

@@ -7,7 +7,7 @@ import { deleteFileKey, partitionType } from '../../format/iceberg/manifest.ts';
 import { partitionIdentity, summarize } from '../../format/iceberg/snapshot-summary.ts';
 import { currentSnapshot, isUnpartitioned, specById } from '../../format/iceberg/table-metadata.ts';
 import type { DataFile, FieldSummary, ManifestEntry, ManifestFile, Operation, PartitionSpec, Schema, Snapshot, TableMetadata } from '../../format/iceberg/types.ts';
-import { avroCodec, readManifestEntries, readManifestList, syncMarker, writeManifest } from './manifest-io.ts';
+import { avroCodec, encodeManifestFile, readManifestEntries, readManifestList, syncMarker } from './manifest-io.ts';
 import { intProp, Props, boolProp } from '../../format/dual/table-properties.ts';
 
 /**
@@ -81,6 +81,15 @@ export class SnapshotProducer {
    * its rebuilds after a lost compare-and-swap) reads the same ones in several steps.
    */
   private readonly entryCache = new Map<string, Promise<ManifestEntry[]>>();
+  /**
+   * The writes of the Avro files, started as each is encoded: a manifest's list entry needs only
+   * its length, so the manifests and the list are written (and fsynced) at the same time, and the
+   * snapshot is handed out only once all of them are durable. A failed write stays here and fails
+   * every attempt that would name its file.
+   */
+  private readonly writes: Promise<void>[] = [];
+  /** The same writes by file: a manifest this snapshot wrote is read back only once it is whole. */
+  private readonly writing = new Map<string, Promise<void>>();
 
   constructor(
     private readonly io: FileIO,
@@ -89,6 +98,16 @@ export class SnapshotProducer {
   ) {}
 
   async produce(base: TableMetadata, nowMs: number, basis: SnapshotBasis): Promise<ProducedSnapshot> {
+    try {
+      return await this.build(base, nowMs, basis);
+    } catch (e) {
+      // No write may land after the caller removes this attempt's files.
+      await Promise.allSettled(this.writes);
+      throw e;
+    }
+  }
+
+  private async build(base: TableMetadata, nowMs: number, basis: SnapshotBasis): Promise<ProducedSnapshot> {
     const parent = currentSnapshot(base);
     const sequenceNumber = base['last-sequence-number'] + 1;
     const spec = specById(base, base['default-spec-id']);
@@ -157,9 +176,10 @@ export class SnapshotProducer {
       syncMarker: syncMarker(),
       codec: avroCodec(base),
     });
-    await this.io.write(listUri, listBytes);
     this.written.push(listUri);
     attemptFiles.push(listUri);
+    this.startWrite(listUri, listBytes);
+    await Promise.all(this.writes);
 
     const summary = summarize({
       operation: this.change.operation,
@@ -358,16 +378,26 @@ export class SnapshotProducer {
     attemptFiles?: string[],
   ): Promise<WrittenManifest> {
     const uri = joinUri(base.location, 'metadata', `${newUuid()}-${suffix}.avro`);
-    const length = await writeManifest(this.io, uri, base, m);
+    const bytes = encodeManifestFile(base, m);
     this.written.push(uri);
     attemptFiles?.push(uri);
-    return { ...m, uri, length, partitions: summaries(m.spec, m.schema, m.entries.map((e) => e['data-file'])) };
+    this.startWrite(uri, bytes);
+    return { ...m, uri, length: bytes.length, partitions: summaries(m.spec, m.schema, m.entries.map((e) => e['data-file'])) };
+  }
+
+  private startWrite(uri: string, bytes: Uint8Array): void {
+    const write = this.io.write(uri, bytes);
+    // Awaited with the manifest list (or settled when the attempt fails); never unhandled.
+    write.catch(() => undefined);
+    this.writes.push(write);
+    this.writing.set(uri, write);
   }
 
   private entries(base: TableMetadata, m: ManifestFile): Promise<ManifestEntry[]> {
     let pending = this.entryCache.get(m['manifest-path']);
     if (!pending) {
-      pending = readManifestEntries(this.io, m, base);
+      const written = this.writing.get(m['manifest-path']);
+      pending = written ? written.then(() => readManifestEntries(this.io, m, base)) : readManifestEntries(this.io, m, base);
       this.entryCache.set(m['manifest-path'], pending);
       pending.catch(() => this.entryCache.delete(m['manifest-path']));
     }
@@ -376,6 +406,7 @@ export class SnapshotProducer {
 
   /** Removes every file this producer wrote (the write failed or was abandoned). */
   async abandon(): Promise<void> {
+    await Promise.allSettled(this.writes);
     await this.io.deleteQuietly(this.written);
   }
 }

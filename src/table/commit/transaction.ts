@@ -106,6 +106,8 @@ export interface TransactionOptions {
   txn?: CheckedTxn;
   /** The retry budget, when the caller shares it with its own rerun loop. */
   retry?: CommitRetry;
+  /** The caller awaits the catalog's writes after the pointer moved (`IcebergCommitted.followUp`). */
+  deferFollowUp?: boolean;
 }
 
 /** The one retry loop: every attempt on a fresh base, each loss spending a retry. */
@@ -154,6 +156,8 @@ export interface IcebergCommitted {
   snapshot?: Snapshot;
   /** The transaction created the table. */
   created: boolean;
+  /** With `deferFollowUp`: what the catalog still writes (see CommitResult); never rejects. */
+  followUp?: Promise<void>;
 }
 
 export type IcebergOutcome = TransactionOutcome<LoadTableResult, IcebergCommitted>;
@@ -213,9 +217,10 @@ export class Transaction {
             throw e;
           }
         }
-        const result = await ctx.catalog.commitTable(ctx.ident, { requirements, updates });
+        const result = await ctx.catalog.commitTable(ctx.ident, { requirements, updates }, opts.deferFollowUp ? { deferFollowUp: true } : {});
         if (result.status === 'conflict') return { status: 'lost', why: result.reason };
-        return { status: 'committed', value: { metadata: result.metadata, metadataLocation: result.metadataLocation, snapshot, created: false } };
+        const followUp = result.followUp ? { followUp: result.followUp } : {};
+        return { status: 'committed', value: { metadata: result.metadata, metadataLocation: result.metadataLocation, snapshot, created: false, ...followUp } };
       },
     };
     return runTransaction(target, loaded, retry, opts.txn);
