@@ -8,6 +8,7 @@ import { manyPartitions } from './many-partitions.ts';
 import { manyWriters, type ManyWritersOptions, type ManyWritersResult } from './many-writers.ts';
 import { readBench } from './read.ts';
 import { openBench } from './open.ts';
+import { addFilesBench } from './add-files.ts';
 
 /**
  * Benchmarks, each against a baseline measured in the same run:
@@ -341,3 +342,4 @@ if (!only || only === 'read') {
   console.log(`read ${rows} rows, median of 3 (ratio per run in brackets)`);
   await readBench(root, rows);
 }
+if (!only || only === 'add-files') await addFilesBench(root, Number(process.env.BENCH_FILES ?? 100_000));
