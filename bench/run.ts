@@ -8,6 +8,7 @@ import { manyPartitions } from './many-partitions.ts';
 import { manyWriters, type ManyWritersOptions, type ManyWritersResult } from './many-writers.ts';
 import { readBench } from './read.ts';
 import { openBench } from './open.ts';
+import { addFilesBench } from './add-files.ts';
 
 /**
  * Benchmarks, each against a baseline measured in the same run:
@@ -462,3 +463,4 @@ if (only === 'scale') {
   console.log(`  peak RSS ${r.peakRssMb} MB   goal < 1024 MB ${r.peakRssMb < 1024 ? 'MET' : 'NOT MET'};   peak disk ${r.peakDiskMb} MB`);
   console.log(`  rows: iceberg ${r.counts.iceberg}, delta ${r.counts.delta}, duckdb over iceberg files ${r.counts.duckdbIceberg}, over delta files ${r.counts.duckdbDelta}: ${rowsOk ? 'all equal' : 'NOT EQUAL'}`);
 }
+if (!only || only === 'add-files') await addFilesBench(root, Number(process.env.BENCH_FILES ?? 100_000));

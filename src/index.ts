@@ -18,6 +18,7 @@
 export { Lakehouse, type LakehouseOptions, type TableSummary } from './table/lakehouse.ts';
 export { Table, type ReadOptions, type HistoryEntry, type TableDescription } from './table/table.ts';
 export type { WriteOptions, WriteResult, WriteMode } from './table/write/writer.ts';
+export type { AddFilesOptions, AddFilesResult } from './table/write/add-files.ts';
 export type { WriteTxn, TxnResult } from './format/dual/write-txn.ts';
 export type { SchemaChange } from './format/iceberg/schema.ts';
 export type { DeleteOptions, MergeOptions, MergeResult } from './table/merge/merge.ts';

@@ -215,6 +215,22 @@ export function registerCommands(program: Command): void {
       });
     });
 
+  command('add-files', "twinlake add-files sales.orders 'warehouse/sales/orders/imported/*.parquet'")
+    .description('add existing Parquet files below the table location to both formats without rewriting them (schema, field IDs and statistics from their footers)')
+    .argument('<table>', 'namespace.table')
+    .argument('<files...>', 'Parquet files or globs, inside the table location')
+    .option('--json', 'print the result as JSON')
+    .action(async (table: string, files: string[], o: { json?: boolean }, cmd: Command) => {
+      await using(cmd, async (lake) => {
+        const r = await lake.table(table).addFiles(files);
+        if (o.json) return out(stringifyJson(r));
+        const t = r.timings;
+        out(`added ${r.files} file(s), ${r.rows} row(s), ${r.bytes} bytes to ${r.table}${r.recordedNameMapping ? ' (recorded a name mapping: the files carry no field IDs)' : ''}`);
+        out(`  iceberg snapshot  ${r.snapshotId}\n  delta version     ${r.deltaVersion ?? '(none)'}`);
+        out(`  footers ${t.footerMs.toFixed(0)} ms, iceberg commit ${t.icebergCommitMs.toFixed(0)} ms, delta commit ${t.deltaCommitMs.toFixed(0)} ms`);
+      });
+    });
+
   command('delete', "twinlake delete sales.orders --where \"region = 'eu' AND ts < '2020-01-01'\"")
     .description('delete the rows matching a filter (files without a matching row are left alone)')
     .argument('<table>', 'namespace.table')

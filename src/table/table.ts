@@ -22,6 +22,7 @@ import { exportScan, planRead, type ExportTarget, type ReadFormat, type ReadPlan
 import type { TableContext } from './table-context.ts';
 import { identString } from './table-context.ts';
 import { checkCreationOptions, parseFormats, tableFormats, type TableFormat } from '../format/dual/table-properties.ts';
+import { addFiles, type AddFilesOptions, type AddFilesResult } from './write/add-files.ts';
 import { createTable, writeTable, type WriteOptions, type WriteResult } from './write/writer.ts';
 
 export interface ReadOptions extends TimeTravel {
@@ -128,6 +129,15 @@ export class Table {
     if (await this.ctx.catalog.tableExists(this.ctx.ident)) await this.checkOptionsOfExisting(opts);
     else await checkPlacement(this.ctx);
     return mergeTable(this.ctx, input, opts);
+  }
+
+  /**
+   * Adds existing Parquet files below the table's location (paths or globs) to both formats
+   * without rewriting them: schema, field IDs (or names) and statistics come from their footers.
+   */
+  addFiles(paths: readonly string[], opts: AddFilesOptions = {}): Promise<AddFilesResult> {
+    if (this.deltaOnlyLocation()) throw unsupported(`table ${this.name}: adding files to a Delta-only table is not supported`);
+    return addFiles(this.ctx, paths, opts);
   }
 
   /** Deletes the rows matching a filter, e.g. `region = 'us' AND ts < '2020-01-01'`. */

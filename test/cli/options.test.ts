@@ -44,7 +44,7 @@ describe('options', () => {
     for (const o of valueOptions()) {
       const r = await parse([...o.prefix, o.flag, ' ']);
       expect(r.code, `${o.prefix.join(' ')} ${o.flag}`).toBe(2);
-      expect(r.message, `${o.prefix.join(' ')} ${o.flag}`).toMatch(new RegExp(`^(\\w+: )?${o.flag} expects an? [\\w=-]+, found an empty value$`));
+      expect(r.message, `${o.prefix.join(' ')} ${o.flag}`).toMatch(new RegExp(`^([\\w-]+: )?${o.flag} expects an? [\\w=-]+, found an empty value$`));
     }
   });
 

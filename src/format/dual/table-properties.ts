@@ -10,6 +10,8 @@ export const Props = {
   schemaEvolution: 'twinlake.schema-evolution.enabled',
   /** Field ID → physical (Parquet) column name, JSON; see DESIGN.md §2. */
   physicalNames: 'twinlake.column-physical-names',
+  /** `true` once files written elsewhere without field IDs were added (add-files): reads resolve them by name. */
+  filesWithoutFieldIds: 'twinlake.files-without-field-ids',
   targetFileSize: 'write.target-file-size-bytes',
   parquetCompression: 'write.parquet.compression-codec',
   manifestMinCountToMerge: 'commit.manifest.min-count-to-merge',

@@ -229,7 +229,7 @@ export function parseReturnStats(row: ReturnStatsRow, schema: StructType, physic
 
 export type IcebergMetrics = Pick<DataFile, 'value-counts' | 'null-value-counts' | 'nan-value-counts' | 'lower-bounds' | 'upper-bounds' | 'column-sizes'>;
 
-function compareLiterals(a: LiteralValue, b: LiteralValue): number | undefined {
+export function compareLiterals(a: LiteralValue, b: LiteralValue): number | undefined {
   if (typeof a === 'number' && typeof b === 'number') return a < b ? -1 : a > b ? 1 : 0;
   if (typeof a === 'bigint' && typeof b === 'bigint') return a < b ? -1 : a > b ? 1 : 0;
   if (typeof a === 'boolean' && typeof b === 'boolean') return Number(a) - Number(b);

@@ -83,7 +83,8 @@ export async function planIcebergScan(
     schema,
     resolution: 'field-id',
     // Twinlake writes a field ID on every column of every file; its tables record physical names.
-    fieldIdsKnown: metadata.properties[Props.physicalNames] !== undefined,
+    // Files added as they were (add-files.ts) may lack them, and the table says so.
+    fieldIdsKnown: metadata.properties[Props.physicalNames] !== undefined && metadata.properties[Props.filesWithoutFieldIds] !== 'true',
     physicalNames,
     files,
     explain,
