@@ -2,7 +2,8 @@ import { mkdirSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { describe, expect, it } from 'vitest';
-import { expectBothEqual, ids } from '../both-formats.ts';
+import { Lakehouse } from '../../src/index.ts';
+import { contended, expectBothEqual, ids } from '../both-formats.ts';
 import { lakehouseFixture } from '../lakehouse-fixture.ts';
 import { errorOf, listFiles, tempDir } from '../helpers.ts';
 
@@ -122,6 +123,28 @@ describe('add-files: existing Parquet files join both formats without a rewrite'
     expect(e2.message).toMatch(/already a live file of the table/);
     expect(listFiles(dir)).toEqual(files);
     await expectBothEqual(t, [1, 3]);
+  });
+
+  it('a file another add-files commits first, between our check and our commit, is refused when we check again', async () => {
+    const t = fx.lake.table('imp.race');
+    await t.append([{ id: 1, name: 'a' }]);
+    const dir = join(fx.warehouse, 'imp', 'race');
+    mkdirSync(join(dir, 'imported'));
+    const file = join(dir, 'imported', 'shared.parquet');
+    await copyParquet(file, "SELECT 2::BIGINT AS id, 's' AS name");
+    // The rival adds the same file just before our first commit attempt reaches the catalog.
+    const rival = await Lakehouse.open({ warehouse: fx.warehouse });
+    const shared = await Lakehouse.open({ warehouse: fx.warehouse });
+    const catalog = contended(shared.catalog, async () => void (await rival.table('imp.race').addFiles([file])), 1);
+    const lake = await Lakehouse.open({ warehouse: fx.warehouse, catalog });
+    try {
+      const e = await errorOf(lake.table('imp.race').addFiles([file]));
+      expect(e.message).toBe(`add-files imp.race: ${file}: already a live file of the table; a file is added once`);
+      expect(catalog.commits).toBe(1);
+      await expectBothEqual(t, [1, 2]);
+    } finally {
+      await Promise.all([lake.close(), rival.close(), shared.close()]);
+    }
   });
 
   it('identity partitions: a file with one value joins its partition; a file spanning values is refused', async () => {

@@ -9,7 +9,7 @@ import { compareLiterals, icebergMetrics, parseDuckDBStatValue, type ColumnStats
 import { nameMapping, parseNameMapping, typeToString } from '../../format/iceberg/schema.ts';
 import { toBinary } from '../../format/iceberg/single-value.ts';
 import { currentSchema, currentSnapshot, specById } from '../../format/iceberg/table-metadata.ts';
-import type { DataFile, NestedField, PartitionSpec, PartitionTuple, Schema, TableMetadata } from '../../format/iceberg/types.ts';
+import type { DataFile, NestedField, PartitionSpec, PartitionTuple, Schema, Snapshot, TableMetadata } from '../../format/iceberg/types.ts';
 import { Props, readPhysicalNames } from '../../format/dual/table-properties.ts';
 import type { DuckDBSession } from '../../engine/duckdb-session.ts';
 import { liveFiles } from '../read/iceberg-scan.ts';
@@ -89,7 +89,7 @@ export async function addFiles(ctx: TableContext, patterns: readonly string[], o
       // Readers skip probing files for field IDs on tables whose files all carry them; these do not.
       if (needsMapping && metadata.properties[Props.filesWithoutFieldIds] !== 'true') set[Props.filesWithoutFieldIds] = 'true';
       if (Object.keys(set).length > 0) actions.push(updateProperties(set));
-      actions.push(appendFiles(ctx, dataFiles));
+      actions.push(sameSnapshotAs(metadata), appendFiles(ctx, dataFiles));
       rows = dataFiles.reduce((a, f) => a + f['record-count'], 0);
       bytes = dataFiles.reduce((a, f) => a + f['file-size-in-bytes'], 0);
       return {
@@ -343,4 +343,19 @@ function partitionOf(spec: PartitionSpec, schema: Schema, stats: Map<number, Col
     tuple[pf.name] = type.startsWith('decimal') || type === 'uuid' ? toBinary(type, s.min) : s.min;
   }
   return tuple;
+}
+
+/**
+ * The files were checked not to be live in `prepared`'s current snapshot. An attempt on a table
+ * that has moved on since prepares again (`rerun`), so the check runs on what the commit builds
+ * on: two add-files of one file racing each other cannot both add it.
+ */
+function sameSnapshotAs(prepared: TableMetadata): TableAction {
+  const id = (s: Snapshot | undefined) => s?.['snapshot-id'];
+  return {
+    async apply(base) {
+      if (id(currentSnapshot(base.metadata)) === id(currentSnapshot(prepared))) return { status: 'apply', requirements: [], updates: [] };
+      return { status: 'rerun', why: 'a concurrent commit changed the table these files were checked against' };
+    },
+  };
 }
