@@ -18,6 +18,7 @@ import { appendFiles, updateProperties } from '../commit/table-actions.ts';
 import type { TableAction } from '../commit/transaction.ts';
 import type { TableContext } from '../table-context.ts';
 import { identString, warningLog } from '../table-context.ts';
+import type { WriteResult } from './writer.ts';
 
 /**
  * Adding Parquet files that already exist to the table, without rewriting them (as PyIceberg's
@@ -33,19 +34,12 @@ export interface AddFilesOptions {
   concurrency?: number;
 }
 
-export interface AddFilesResult {
-  table: string;
-  snapshotId?: bigint;
-  deltaVersion?: number;
-  deltaCommitted: boolean;
-  files: number;
-  rows: number;
-  bytes: number;
+/** What a write reports, less what add-files cannot do (create a table, evolve its schema, take a batch identity). */
+export interface AddFilesResult extends Pick<WriteResult, 'table' | 'snapshotId' | 'deltaVersion' | 'deltaCommitted' | 'files' | 'rows' | 'bytes' | 'warnings'> {
   /** The name mapping property recorded by this commit (files without field IDs, table without one). */
   recordedNameMapping: boolean;
-  warnings: string[];
   /** Milliseconds: reading footers (in parallel), and the commits. */
-  timings: { footerMs: number; icebergCommitMs: number; deltaCommitMs: number; checkpointMs: number };
+  timings: { footerMs: number } & Omit<WriteResult['timings'], 'encodeMs'>;
 }
 
 /** Files in one metadata query: a long path list is one SQL text, and fewer queries cost less. */
