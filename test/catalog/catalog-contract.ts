@@ -48,8 +48,18 @@ export function appendUpdates(base: TableMetadata, snapshotId: bigint): TableUpd
 
 const id = (ns: string[], name: string): TableIdentifier => ({ namespace: ns, name });
 
+/** What a catalog can hold; the contract checks the rest of its MUSTs either way. */
+export interface CatalogFeatures {
+  /**
+   * Namespaces of several levels. A catalog without them (AWS Glue: a database is one name) MUST
+   * refuse to create one with `unsupported`, and MUST report that none exists.
+   */
+  nestedNamespaces: boolean;
+}
+
 /** Every MUST of the Catalog interface (src/catalog/catalog.ts), for one implementation. */
-export function catalogContract(name: string, make: () => Promise<CatalogUnderTest>): void {
+export function catalogContract(name: string, make: () => Promise<CatalogUnderTest>, features: CatalogFeatures = { nestedNamespaces: true }): void {
+  const nested = features.nestedNamespaces;
   describe(`Catalog contract: ${name}`, () => {
     let subject: CatalogUnderTest;
     let catalog: Catalog;
@@ -67,26 +77,36 @@ export function catalogContract(name: string, make: () => Promise<CatalogUnderTe
         expect(await catalog.namespaceExists(['sales'])).toBe(false);
         await catalog.createNamespace(['sales']);
         await catalog.createNamespace(['hr']);
-        await catalog.createNamespace(['sales', 'eu']);
-        await catalog.createNamespace(['sales', 'us']);
+        if (nested) {
+          await catalog.createNamespace(['sales', 'eu']);
+          await catalog.createNamespace(['sales', 'us']);
+        } else {
+          const e = await errorOf(catalog.createNamespace(['sales', 'eu']));
+          expect(e.kind).toBe('unsupported');
+          expect(e.message).toContain('sales.eu');
+        }
         expect(await catalog.namespaceExists(['sales'])).toBe(true);
-        expect(await catalog.namespaceExists(['sales', 'eu'])).toBe(true);
+        expect(await catalog.namespaceExists(['sales', 'eu'])).toBe(nested);
         expect(await catalog.namespaceExists(['sales', 'asia'])).toBe(false);
         expect(await catalog.listNamespaces()).toEqual([['hr'], ['sales']]);
-        expect(await catalog.listNamespaces(['sales'])).toEqual([
-          ['sales', 'eu'],
-          ['sales', 'us'],
-        ]);
+        expect(await catalog.listNamespaces(['sales'])).toEqual(
+          nested
+            ? [
+                ['sales', 'eu'],
+                ['sales', 'us'],
+              ]
+            : [],
+        );
         expect(await catalog.listNamespaces(['hr'])).toEqual([]);
       });
 
       it('does not confuse namespaces that share a prefix or differ in case', async () => {
-        await catalog.createNamespace(['db', 'x']);
+        await catalog.createNamespace(nested ? ['db', 'x'] : ['db']);
         await catalog.createNamespace(['dbx']);
         expect(await catalog.namespaceExists(['db'])).toBe(true);
         expect(await catalog.namespaceExists(['DB'])).toBe(false);
         expect(await catalog.namespaceExists(['d'])).toBe(false);
-        expect(await catalog.listNamespaces(['db'])).toEqual([['db', 'x']]);
+        expect(await catalog.listNamespaces(['db'])).toEqual(nested ? [['db', 'x']] : []);
       });
 
       it('keeps namespace properties', async () => {
@@ -119,6 +139,7 @@ export function catalogContract(name: string, make: () => Promise<CatalogUnderTe
         expect((await errorOf(catalog.dropNamespace(['full']))).kind).toBe('invalid-input');
         expect(await catalog.tableExists(id(['full'], 't'))).toBe(true);
 
+        if (!nested) return;
         await catalog.createNamespace(['parent']);
         await catalog.createNamespace(['parent', 'child']);
         expect((await errorOf(catalog.dropNamespace(['parent']))).kind).toBe('invalid-input');
@@ -153,22 +174,24 @@ export function catalogContract(name: string, make: () => Promise<CatalogUnderTe
       });
 
       it('gives different tables different locations', async () => {
-        await catalog.createNamespace(['ns', 'inner']);
+        const inner = nested ? ['ns', 'inner'] : ['inner'];
+        await catalog.createNamespace(inner);
         const a = await catalog.createTable(id(['ns'], 'a'), sampleMetadata());
         const b = await catalog.createTable(id(['ns'], 'b'), sampleMetadata());
-        const c = await catalog.createTable(id(['ns', 'inner'], 'a'), sampleMetadata());
+        const c = await catalog.createTable(id(inner, 'a'), sampleMetadata());
         const locations = new Set([a.metadata.location, b.metadata.location, c.metadata.location]);
         expect(locations.size).toBe(3);
       });
 
       it('lists the tables of a namespace, sorted, and only those', async () => {
+        const deeper = nested ? ['ns', 'deeper'] : ['deeper'];
         await catalog.createNamespace(['other']);
-        await catalog.createNamespace(['ns', 'deeper']);
+        await catalog.createNamespace(deeper);
         for (const n of ['zeta', 'alpha', 'mid']) await catalog.createTable(id(['ns'], n), sampleMetadata());
         await catalog.createTable(id(['other'], 'x'), sampleMetadata());
-        await catalog.createTable(id(['ns', 'deeper'], 'y'), sampleMetadata());
+        await catalog.createTable(id(deeper, 'y'), sampleMetadata());
         expect(await catalog.listTables(['ns'])).toEqual([id(['ns'], 'alpha'), id(['ns'], 'mid'), id(['ns'], 'zeta')]);
-        expect(await catalog.listTables(['ns', 'deeper'])).toEqual([id(['ns', 'deeper'], 'y')]);
+        expect(await catalog.listTables(deeper)).toEqual([id(deeper, 'y')]);
       });
 
       it('knows which tables exist', async () => {
