@@ -2,11 +2,13 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { GlueCatalog } from '../../src/catalog/glue-catalog.ts';
-import { fileUri } from '../../src/core/uri.ts';
+import { fileUri, localPath } from '../../src/core/uri.ts';
 import { parseTableMetadata } from '../../src/format/iceberg/table-metadata.ts';
+import type { FileIO } from '../../src/io/file-io.ts';
 import { LocalStore } from '../../src/io/local-store.ts';
 import { Lakehouse } from '../../src/index.ts';
 import { expectBothEqual, ids } from '../both-formats.ts';
+import { deltaFailingIO } from '../faults.ts';
 import { GlueDouble } from '../servers/glue-double.ts';
 import { errorOf, tempDir } from '../helpers.ts';
 
@@ -22,11 +24,11 @@ describe('a Lakehouse on a local warehouse with a Glue catalog (Glue test double
   const catalogs: GlueCatalog[] = [];
   const lakes: Lakehouse[] = [];
 
-  const open = async (warnings: string[] = []) => {
+  const open = async (warnings: string[] = [], io?: FileIO) => {
     const store = new LocalStore(tmp.path);
     const catalog = new GlueCatalog({ region: REGION, endpoint: double.endpoint, credentials, warehouse: { store, rootUri: fileUri(tmp.path) } });
     catalogs.push(catalog);
-    const lake = await Lakehouse.open({ warehouse: tmp.path, catalog, onWarning: (m) => warnings.push(m) });
+    const lake = await Lakehouse.open({ warehouse: tmp.path, catalog, onWarning: (m) => warnings.push(m), ...(io ? { io } : {}) });
     lakes.push(lake);
     return lake;
   };
@@ -112,5 +114,46 @@ describe('a Lakehouse on a local warehouse with a Glue catalog (Glue test double
     expect(e.kind).toBe('unsupported');
     expect(e.message).toBe('table analytics.d: this catalog cannot hold Delta-only tables');
     expect(double.table(REGION, 'analytics', 'd')).toBeUndefined();
+  });
+
+  it('a Delta commit that fails after the Glue commit: the write warns, retried once, and the next write catches Delta up', async () => {
+    double.createDatabase(REGION, 'analytics');
+    let failDelta = false;
+    const { io, stores } = deltaFailingIO(() => failDelta);
+    const warnings: string[] = [];
+    const lake = await open(warnings, io);
+    const t = lake.table('analytics.events');
+    await t.append([{ id: 1 }, { id: 2 }]);
+    const glueBefore = double.table(REGION, 'analytics', 'events')!.Parameters!.metadata_location;
+
+    failDelta = true;
+    const broken = await t.append([{ id: 3 }]);
+    failDelta = false;
+    const version = String(broken.deltaVersion).padStart(20, '0');
+    const logFile = `${tmp.path}/analytics/events/_delta_log/${version}.json`;
+    // The Iceberg commit through Glue stands; Delta is one version behind.
+    expect(broken.deltaCommitted).toBe(false);
+    expect(double.table(REGION, 'analytics', 'events')!.Parameters!.metadata_location).not.toBe(glueBefore);
+    expect(double.table(REGION, 'analytics', 'events')!.Parameters!.previous_metadata_location).toBe(glueBefore);
+    // The Delta commit and its one retry, both of the same version file.
+    const failures = [...stores.values()].flatMap((s) => s.failures.map((f) => ({ ...f, file: localPath(`${s.root}/${f.path}`) })));
+    expect(failures.map((f) => [f.call, f.file])).toEqual([
+      ['putIfAbsent', logFile],
+      ['putIfAbsent', logFile],
+    ]);
+    const expected = `delta: commit for analytics.events failed after the iceberg commit (injected failure: putIfAbsent ${failures[0]!.path}); the next write will repair it`;
+    expect(warnings).toEqual([expected]);
+    expect(broken.warnings).toEqual([expected]);
+    expect(ids(await t.read())).toEqual([1, 2, 3]);
+    expect(ids(await t.read({ format: 'delta' }))).toEqual([1, 2]);
+
+    // The next write writes the missing version first, then its own.
+    const next = await t.append([{ id: 4 }]);
+    expect(next.deltaCommitted).toBe(true);
+    expect(next.deltaVersion).toBe(broken.deltaVersion! + 1);
+    expect(existsSync(logFile)).toBe(true);
+    expect(ids(await t.read({ format: 'delta', version: broken.deltaVersion }))).toEqual([1, 2, 3]);
+    await expectBothEqual(t, [1, 2, 3, 4]);
+    expect(warnings).toEqual([expected]);
   });
 });
