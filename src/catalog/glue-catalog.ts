@@ -303,7 +303,7 @@ export class GlueCatalog implements Catalog {
         return outcome;
       }
     }
-    const hint = this.advanceVersionHint(id, database, table.Name!, written.uri);
+    const hint = this.advanceVersionHint(database, table.Name!, written.uri);
     if (options.deferFollowUp) return { status: 'committed', metadataLocation: written.uri, metadata: written.metadata, followUp: hint };
     await hint;
     return { status: 'committed', metadataLocation: written.uri, metadata: written.metadata };
@@ -633,7 +633,7 @@ export class GlueCatalog implements Catalog {
    * only moves forward; when a concurrent commit moved the table while we wrote it, it is written
    * again for that one. A failure here does not undo the commit: the Glue table is the truth.
    */
-  private async advanceVersionHint(id: TableIdentifier, database: string, name: string, committed: string): Promise<void> {
+  private async advanceVersionHint(database: string, name: string, committed: string): Promise<void> {
     try {
       let pointer: string | undefined = committed;
       for (let attempt = 0; attempt < 3 && pointer !== undefined; attempt++) {
@@ -652,7 +652,6 @@ export class GlueCatalog implements Catalog {
       }
     } catch {
       // See above: the hint is an optimisation.
-      void id;
     }
   }
 
@@ -692,7 +691,7 @@ function tableInput(name: string, metadataLocation: string, metadata: TableMetad
  * Every column of the current schema (`iceberg.field.current=true`), then the columns only older
  * schemas have (`false`), once per name: the parameters Iceberg's GlueCatalog and PyIceberg write.
  */
-export function glueColumns(metadata: TableMetadata): Column[] {
+function glueColumns(metadata: TableMetadata): Column[] {
   const out: Column[] = [];
   const seen = new Set<string>();
   const add = (f: NestedField, current: boolean) => {

@@ -190,6 +190,17 @@ describe('GlueCatalog on the Glue test double', () => {
     expect((await catalog.loadTable(id)).metadata['current-snapshot-id']).toBe(9n);
   });
 
+  it("sends another account's catalog ID with every call, and names the account when its database is missing", async () => {
+    const catalog = s.catalog({ catalogId: '210987654321' });
+    expect((await errorOf(catalog.createNamespace(['analytics']))).message).toContain('Glue database analytics does not exist in region us-east-1 of account 210987654321;');
+    s.double.createDatabase(REGION, 'analytics');
+    const created = await catalog.createTable(t(['analytics'], 'events'), sampleMetadata());
+    await catalog.commitTable(t(['analytics'], 'events'), { requirements: [], updates: appendUpdates(created.metadata, 1n) });
+    expect(await catalog.listTables(['analytics'])).toEqual([t(['analytics'], 'events')]);
+    expect(s.double.calls.length).toBeGreaterThan(5);
+    expect(s.double.calls.filter((c) => c.body.CatalogId !== '210987654321')).toEqual([]);
+  });
+
   it('keeps to names Glue keeps: one-level namespaces, lower-case names', async () => {
     s.double.createDatabase(REGION, 'analytics');
     const catalog = s.catalog({ createDatabases: true });

@@ -54,7 +54,7 @@ describe('a Lakehouse on a local warehouse with a Glue catalog (Glue test double
     ]);
     const first = double.table(REGION, 'analytics', 'events')!.Parameters!.metadata_location!;
     const r = await events.append([{ id: 3, user: 'cy', ts: '2026-01-02T09:00:00Z', score: 1.5 }]);
-    expect(r.deltaVersion).toBe(r1.deltaVersion + 1);
+    expect(r.deltaVersion).toBe(r1.deltaVersion! + 1);
     await expectBothEqual(events, [1, 2, 3]);
 
     const glue = double.table(REGION, 'analytics', 'events')!;
@@ -90,7 +90,7 @@ describe('a Lakehouse on a local warehouse with a Glue catalog (Glue test double
     const first = await a.table('analytics.t').append([{ id: 0 }]);
     const version = Number(double.table(REGION, 'analytics', 't')!.VersionId);
     const results = await Promise.all([a.table('analytics.t').append([{ id: 1 }]), b.table('analytics.t').append([{ id: 2 }])]);
-    expect(results.map((r) => r.deltaVersion).sort()).toEqual([first.deltaVersion + 1, first.deltaVersion + 2]);
+    expect(results.map((r) => r.deltaVersion).sort()).toEqual([first.deltaVersion! + 1, first.deltaVersion! + 2]);
     await expectBothEqual(a.table('analytics.t'), [0, 1, 2]);
     // Each append moved the Glue table once.
     expect(double.table(REGION, 'analytics', 't')!.VersionId).toBe(String(version + 2));
@@ -110,7 +110,7 @@ describe('a Lakehouse on a local warehouse with a Glue catalog (Glue test double
   it('refuses a Delta-only table: Glue holds it as Iceberg or not at all', async () => {
     double.createDatabase(REGION, 'analytics');
     const lake = await open();
-    const e = await errorOf(lake.table('analytics.d').append([{ id: 1 }], { formats: 'delta' }));
+    const e = await errorOf(lake.table('analytics.d').append([{ id: 1 }], { formats: ['delta'] }));
     expect(e.kind).toBe('unsupported');
     expect(e.message).toBe('table analytics.d: this catalog cannot hold Delta-only tables');
     expect(double.table(REGION, 'analytics', 'd')).toBeUndefined();

@@ -14,6 +14,9 @@ import type { AddressInfo } from 'node:net';
  * AlreadyExistsException, AccessDeniedException for configured denials, UnrecognizedClientException
  * for an unknown access key).
  *
+ * A request's CatalogId is recorded (and stored on what it creates) but does not select another
+ * catalog: there is one per region.
+ *
  * What it cannot prove: real IAM and Lake Formation (a denial here is a configured list of
  * operations, the signature is not checked), real Glue's consistency and its VersionId check under
  * load, its quotas and throttling, and that Athena, Spark or Trino read the tables.
