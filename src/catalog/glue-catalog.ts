@@ -25,7 +25,7 @@ export interface GlueCatalogOptions {
   region: string;
   /** Where table folders go (`<rootUri>/<database>/<table>`), and the store that holds them. */
   warehouse: { store: ObjectStore; rootUri: string };
-  /** The catalog's name in messages; default `glue`. */
+  /** The catalog's name (`Catalog.name`); default `glue`. */
   name?: string;
   /** Another Glue endpoint (a VPC endpoint, a Glue-compatible server); default the region's. */
   endpoint?: string;
