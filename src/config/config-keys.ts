@@ -216,7 +216,8 @@ function describeType(value: unknown): string {
   if (value === '') return 'an empty string';
   if (typeof value === 'string') return 'a string of the wrong form';
   if (Array.isArray(value)) return 'a list';
-  return value === null ? 'null' : `a ${typeof value}`;
+  if (value === null) return 'null';
+  return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
 }
 
 /** Whether a value is a location (URI or absolute path) that a relative-path rule leaves alone. */

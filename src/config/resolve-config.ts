@@ -175,7 +175,7 @@ export function resolveConfig(sources: ConfigSources = {}): TwinlakeConfig {
     catalogConfigured: catalogSet,
     engine,
     tables,
-    entries: entries(picked, provider, catalog, tables, fromFile),
+    entries: entries(picked, provider, !/^file:/.test(warehouseUri), catalog, tables, fromFile),
   };
 }
 
@@ -369,13 +369,13 @@ export function tableDefaultsFor(config: TwinlakeConfig, name: string): TableDef
   return config.tables.get(key) ?? { snapshotRetentionMs: DEFAULT_SNAPSHOT_RETENTION_MS, compactionTargetBytes: DEFAULT_COMPACTION_TARGET };
 }
 
-function entries(picked: Map<string, Picked>, provider: StorageProvider, catalog: CatalogConfig, tables: Map<string, TableDefaults>, fromFile: string): ConfigEntry[] {
+function entries(picked: Map<string, Picked>, provider: StorageProvider, providerFromUri: boolean, catalog: CatalogConfig, tables: Map<string, TableDefaults>, fromFile: string): ConfigEntry[] {
   const out: ConfigEntry[] = [];
   const show = (key: ConfigKey, v: unknown) => (key.secret ? REDACTED : redact(typeof v === 'string' ? v : JSON.stringify(v)));
   for (const key of CONFIG_KEYS) {
     const p = picked.get(key.path);
     if (p) out.push({ key: key.path, value: p.value === undefined ? '(read by the engine)' : show(key, p.value), source: p.source });
-    else if (key.path === 'storage.provider') out.push({ key: key.path, value: provider, source: provider === 'local' ? 'default' : 'the warehouse URI' });
+    else if (key.path === 'storage.provider') out.push({ key: key.path, value: provider, source: provider === 'local' ? 'default' : providerFromUri ? 'the warehouse URI' : 'the storage settings it alone takes' });
     else if (key.path === 'catalog.type' || key.path === 'catalog.name') out.push({ key: key.path, value: String(catalog[key.path.slice(8) as 'type' | 'name']), source: 'default' });
     else if (key.path === 'catalog.uri' && catalog.type === 'sql') out.push({ key: key.path, value: '<warehouse>/catalog.db', source: 'default' });
     else if (key.path === 'storage.region' && provider === 's3') out.push({ key: key.path, value: 'us-east-1', source: 'default' });
