@@ -59,6 +59,11 @@ function out(line: string): void {
   process.stdout.write(redact(line) + '\n');
 }
 
+/** Rows of a table, as they are: data is printed unchanged (as NDJSON and CSV output is). */
+function outRows(text: string): void {
+  process.stdout.write(text + '\n');
+}
+
 function parseTravel(o: { snapshot?: string; version?: string; asOf?: string }): ReadOptions {
   const travel: ReadOptions = {};
   if (o.snapshot !== undefined) {
@@ -207,7 +212,7 @@ export function registerCommands(program: Command): void {
           const max = limit ?? DEFAULT_TABLE_ROWS + 1;
           const rows = byPath ? await lake.readPath(table, { ...opts, limit: max }) : await lake.table(tableName(config, table)).read({ ...opts, limit: max });
           const stopped = limit === undefined && rows.length > DEFAULT_TABLE_ROWS;
-          out(formatTable(stopped ? rows.slice(0, DEFAULT_TABLE_ROWS) : rows, { stoppedAt: stopped ? DEFAULT_TABLE_ROWS : undefined }));
+          outRows(formatTable(stopped ? rows.slice(0, DEFAULT_TABLE_ROWS) : rows, { stoppedAt: stopped ? DEFAULT_TABLE_ROWS : undefined }));
           return;
         }
         // Rows go to standard output as the engine produces them: no temporary file, memory bounded.

@@ -85,8 +85,9 @@ export function settingsHelp(hasFlag: (flag: string) => boolean): string {
     'environment, the config file (--config FILE, YAML or JSON; default twinlake.yaml, twinlake.yml',
     'or twinlake.json in the current folder), the SDKs\' own variables, the default.',
     ...engineKeys.map((k) => `  ${(hasFlag(k.flag!) ? k.flag! : '').padEnd(16)}${k.env!.padEnd(24)}config "${k.path}"`),
-    '  storage.*, catalog.* and tables: see `twinlake config --keys`; each key X.yZ has the variable',
-    '  TWINLAKE_X_Y_Z (tables: the file only). Relative paths in a config file are relative to its',
-    '  folder. Default warehouse: ./warehouse.',
+    '  The storage.* and catalog.* keys have variables too (storage.region: TWINLAKE_STORAGE_REGION);',
+    '  tables are set in the file only. `twinlake config --keys` lists every key, `twinlake config`',
+    '  what this run uses and where each value comes from. Relative paths in a config file are',
+    '  relative to its folder. Default warehouse: ./warehouse.',
   ].join('\n');
 }

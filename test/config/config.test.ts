@@ -160,6 +160,10 @@ describe('precedence: option > environment > file > the SDKs\' variables > defau
       writeFileSync(join(tmp.path, 'twinlake.yml'), 'warehouse: wh\n');
       const c = await loadConfig({ cwd: tmp.path, env: {} });
       expect([c.file, c.warehouse]).toEqual([join(tmp.path, 'twinlake.yml'), join(tmp.path, 'wh')]);
+      // TWINLAKE_CONFIG names a file when no option does.
+      const named = join(tmp.path, 'named.yaml');
+      writeFileSync(named, 'warehouse: /abs/wh\n');
+      expect((await loadConfig({ cwd: tmp.path, env: { TWINLAKE_CONFIG: named } })).warehouse).toBe('/abs/wh');
       writeFileSync(join(tmp.path, 'twinlake.json'), '{}');
       expect((await errorOf(loadConfig({ cwd: tmp.path, env: {} }))).message).toBe(`config: found twinlake.yml and twinlake.json in ${tmp.path}; keep one, or name the one to use with --config FILE`);
     } finally {
