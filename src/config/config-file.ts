@@ -31,13 +31,13 @@ export function findConfigFile(cwd = process.cwd()): string | undefined {
   return found[0] === undefined ? undefined : join(cwd, found[0]);
 }
 
-/** Reads and checks a config file (YAML, or JSON for `.json` files). */
-export async function readConfigFile(file: string): Promise<ConfigFile> {
-  const text = await readFile(file, 'utf8').catch((e: NodeJS.ErrnoException) => {
+/** Reads and checks a config file (YAML, or JSON for `.json` files); a relative name is found from `cwd`. */
+export async function readConfigFile(file: string, cwd = process.cwd()): Promise<ConfigFile> {
+  const text = await readFile(resolve(cwd, file), 'utf8').catch((e: NodeJS.ErrnoException) => {
     const why = `config: cannot read ${file} (${e.message})`;
     throw e.code === 'ENOENT' ? notFound(why) : invalidInput(why);
   });
-  return parseConfigFile(text, file);
+  return parseConfigFile(text, file, { cwd });
 }
 
 export interface ParseOptions {
@@ -45,6 +45,8 @@ export interface ParseOptions {
   keys?: readonly ConfigKey[];
   /** `json` or `yaml`; default from the file name (`.json` is JSON, anything else YAML). */
   syntax?: 'json' | 'yaml';
+  /** The folder a relative file name is relative to (default the current folder). */
+  cwd?: string;
 }
 
 /**
@@ -85,7 +87,7 @@ export function parseConfigFile(text: string, file: string, opts: ParseOptions =
     }
     positionOf = (path) => yamlPosition(doc, lines, path);
   }
-  const base = dirname(resolve(file));
+  const base = dirname(resolve(opts.cwd ?? process.cwd(), file));
   const out: ConfigFile = { file, values: new Map(), tables: new Map() };
   const fail = (e: unknown, path: (string | number)[]): never => {
     // Add the line and column to a message of the form "config F: ...".

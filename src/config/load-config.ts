@@ -1,4 +1,3 @@
-import { resolve } from 'node:path';
 import { openCatalog, type OpenedCatalog } from '../catalog/open-catalog.ts';
 import { resolveEngineSettings } from '../engine/engine-settings.ts';
 import { FileIO } from '../io/file-io.ts';
@@ -24,7 +23,7 @@ export async function loadConfig(opts: LoadConfigOptions = {}): Promise<Twinlake
   const cwd = opts.cwd ?? process.cwd();
   const named = opts.file ?? (env.TWINLAKE_CONFIG ? env.TWINLAKE_CONFIG : undefined);
   const path = named ?? findConfigFile(cwd);
-  const file = path === undefined ? undefined : await readConfigFile(named !== undefined && cwd !== process.cwd() ? resolve(cwd, named) : path);
+  const file = path === undefined ? undefined : await readConfigFile(path, cwd);
   return resolveConfig({ file, env, options: opts.options, optionNames: opts.optionNames, cwd });
 }
 
