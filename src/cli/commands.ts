@@ -1,6 +1,6 @@
 import { readFile, stat } from 'node:fs/promises';
 import type { Command } from 'commander';
-import { invalidInput, notFound } from '../core/errors.ts';
+import { invalidInput } from '../core/errors.ts';
 import { parseJson, stringifyJson } from '../core/json.ts';
 import { Lakehouse } from '../table/lakehouse.ts';
 import { resolveEngineSettings } from '../engine/engine-settings.ts';
@@ -14,43 +14,54 @@ import { code as exitCode } from './exit-codes.ts';
 import { parseRowCount, runQuickstart } from './quickstart.ts';
 import { withProgress } from './progress.ts';
 import { repeatable } from './options.ts';
-import { configPath, parseConfig, resolveSettings, type SettingOptions, type Settings } from './settings.ts';
+import { runConfig, type SettingOptions } from './settings.ts';
+import { openConfiguredLakehouse } from '../config/load-config.ts';
+import { qualifyTableName, tableDefaultsFor, type TableDefaults, type TwinlakeConfig } from '../config/resolve-config.ts';
+import { redact } from '../config/redact.ts';
+import { CONFIG_KEYS, TABLE_KEYS } from '../config/config-keys.ts';
+import { Props } from '../format/dual/table-properties.ts';
 
 /**
  * The settings of this run (settings.ts has the precedence). Commander's `optsWithGlobals` lets
  * an option before the command win over the same option after it; here the command's own wins.
  */
-async function settingsOf(cmd: Command): Promise<Settings> {
+async function settingsOf(cmd: Command): Promise<TwinlakeConfig> {
   const options: SettingOptions[] = [];
   for (let c: Command | null = cmd; c; c = c.parent) options.push(c.opts<SettingOptions>());
-  const file = configPath(options);
-  const config = file === undefined ? {} : parseConfig(await readFile(file, 'utf8').catch((e: NodeJS.ErrnoException) => {
-    const why = `config: cannot read ${file} (${e.message})`;
-    throw e.code === 'ENOENT' ? notFound(why) : invalidInput(why);
-  }), file);
-  return resolveSettings(options, process.env, config);
+  return runConfig(options);
 }
 
-async function openLakehouse(cmd: Command, readOnly = false): Promise<Lakehouse> {
-  const { warehouse, engine } = await settingsOf(cmd);
-  return Lakehouse.open({ warehouse, engine, readOnly });
-}
-
-/** Runs `fn` on the lakehouse; commands that only read open it read-only (read-only mounts work). */
-async function using<T>(cmd: Command, fn: (lake: Lakehouse) => Promise<T>, opts: { readOnly?: boolean } = {}): Promise<T> {
-  const lake = await openLakehouse(cmd, opts.readOnly);
+/**
+ * Runs `fn` on the lakehouse the settings describe; commands that only read open it read-only
+ * (read-only mounts work). `fn` also gets the settings: table names without a namespace take the
+ * configured one.
+ */
+async function using<T>(cmd: Command, fn: (lake: Lakehouse, config: TwinlakeConfig) => Promise<T>, opts: { readOnly?: boolean; config?: TwinlakeConfig } = {}): Promise<T> {
+  const config = opts.config ?? (await settingsOf(cmd));
+  const { lake, close } = await openConfiguredLakehouse(config, { readOnly: opts.readOnly });
   try {
-    return await fn(lake);
+    return await fn(lake, config);
   } finally {
-    await lake.close();
+    await close();
   }
+}
+
+/** A table argument in the configured default namespace when it names none. */
+function tableName(config: TwinlakeConfig, name: string): string {
+  return qualifyTableName(name, config.catalog.namespace);
 }
 
 /** Rows a table on a terminal shows without --limit. */
 const DEFAULT_TABLE_ROWS = 100;
 
+/** A line of a command's result; no secret leaves through it. */
 function out(line: string): void {
-  process.stdout.write(line + '\n');
+  process.stdout.write(redact(line) + '\n');
+}
+
+/** Rows of a table, as they are: data is printed unchanged (as NDJSON and CSV output is). */
+function outRows(text: string): void {
+  process.stdout.write(text + '\n');
 }
 
 function parseTravel(o: { snapshot?: string; version?: string; asOf?: string }): ReadOptions {
@@ -84,10 +95,16 @@ function parseProperties(list: string[], command = 'write'): Record<string, stri
   return out;
 }
 
+/** The config file's schemaEvolution as the table property, unless a --property gives it. */
+function withTableDefaults(properties: Record<string, string> | undefined, defaults: TableDefaults): Record<string, string> | undefined {
+  if (defaults.schemaEvolution === undefined || properties?.[Props.schemaEvolution] !== undefined) return properties;
+  return { ...properties, [Props.schemaEvolution]: String(defaults.schemaEvolution) };
+}
+
 function globalOptions(cmd: Command): Command {
   return cmd
     .option('--warehouse <dir>', 'warehouse directory')
-    .option('--config <file>', 'JSON config file')
+    .option('--config <file>', 'config file, YAML or JSON (default: twinlake.yaml, .yml or .json in the current folder)')
     .option('--memory-limit <size>', 'engine memory limit')
     .option('--threads <n>', 'engine threads')
     .option('--temp-dir <dir>', 'engine spill folder');
@@ -115,8 +132,8 @@ export function registerCommands(program: Command): void {
     .argument('<table>', 'namespace.table')
     .requiredOption('--input <file>', "input file, folder or glob (repeatable: all go into one commit; .gz/.zst are decompressed), or '-' for standard input", repeatable)
     .option('--input-format <format>', 'ndjson | json | csv | parquet (default: from the file extension)')
-    .option('--mode <mode>', 'append | overwrite | merge', 'append')
-    .option('--key <columns>', 'merge: key columns, comma-separated')
+    .option('--mode <mode>', "append | overwrite | merge (default: the table's writeMode in the config file, else append)")
+    .option('--key <columns>', "merge: key columns, comma-separated (default: the table's keyColumns in the config file)")
     .option('--order-by <column>', 'merge: within the batch, the greatest value wins for a key (default: the last record)')
     .option('--delete-when <filter>', "merge: records matching this filter delete their key, e.g. \"op = 'D'\"")
     .option('--strategy <strategy>', 'merge: copy-on-write | merge-on-read (default: the table property write.merge.mode)')
@@ -127,10 +144,16 @@ export function registerCommands(program: Command): void {
     .option('--exclude-columns <columns>', 'input columns not to store, comma-separated (e.g. the op,seq that steer a merge)')
     .option('--txn <batch>', 'exactly-once batch: app=ID,version=N (the application and the batch version); a batch already committed (version not above the table\'s latest for the app) writes nothing')
     .option('--json', 'print the result as JSON')
-    .action(async (table: string, o: { input: string[]; inputFormat?: string; mode: string; schema?: string; formats?: string; property: string[]; partition?: string; key?: string; orderBy?: string; deleteWhen?: string; strategy?: string; excludeColumns?: string; txn?: string; json?: boolean }, cmd: Command) => {
-      if (o.mode !== 'append' && o.mode !== 'overwrite' && o.mode !== 'merge') throw invalidInput(`write: --mode must be append, overwrite or merge, found ${JSON.stringify(o.mode)}`);
-      if (o.mode === 'merge' && !o.key) throw invalidInput('write: --mode merge needs --key COLUMNS');
-      if (o.mode !== 'merge' && (o.key || o.orderBy || o.deleteWhen || o.strategy)) throw invalidInput('write: --key, --order-by, --delete-when and --strategy go with --mode merge');
+    .action(async (table: string, o: { input: string[]; inputFormat?: string; mode?: string; schema?: string; formats?: string; property: string[]; partition?: string; key?: string; orderBy?: string; deleteWhen?: string; strategy?: string; excludeColumns?: string; txn?: string; json?: boolean }, cmd: Command) => {
+      if (o.mode !== undefined && o.mode !== 'append' && o.mode !== 'overwrite' && o.mode !== 'merge') throw invalidInput(`write: --mode must be append, overwrite or merge, found ${JSON.stringify(o.mode)}`);
+      const config = await settingsOf(cmd);
+      const name = tableName(config, table);
+      // The table's settings in the config file fill in what the options leave out.
+      const defaults = tableDefaultsFor(config, name);
+      const mode = o.mode ?? defaults.writeMode ?? 'append';
+      const key = o.key ?? (mode === 'merge' ? defaults.keyColumns?.join(',') : undefined);
+      if (mode === 'merge' && !key) throw invalidInput('write: --mode merge needs --key COLUMNS');
+      if (mode !== 'merge' && (o.key || o.orderBy || o.deleteWhen || o.strategy)) throw invalidInput('write: --key, --order-by, --delete-when and --strategy go with --mode merge');
       const format = o.inputFormat ? parseInputFormat(o.inputFormat) : undefined;
       const txn = o.txn !== undefined ? parseTxnOption(o.txn) : undefined;
       let input: WriteInput;
@@ -148,14 +171,14 @@ export function registerCommands(program: Command): void {
       const sizes = stdin ? [] : await Promise.all(o.input.map(async (p) => { const info = await stat(p).catch(() => undefined); return info?.isFile() ? info.size : undefined; }));
       const size = sizes.length > 0 && sizes.every((s) => s !== undefined) ? sizes.reduce((a, b) => a! + b!, 0) : undefined;
       await using(cmd, async (lake) => {
-        const common = { schema, formats: o.formats ? parseFormats(o.formats) : undefined, properties: parseProperties(o.property), partition: o.partition, excludeColumns: o.excludeColumns?.split(',').map((c) => c.trim()).filter(Boolean), txn };
+        const common = { schema, formats: o.formats ? parseFormats(o.formats) : defaults.formats, properties: withTableDefaults(parseProperties(o.property), defaults), partition: o.partition ?? defaults.partition, excludeColumns: o.excludeColumns?.split(',').map((c) => c.trim()).filter(Boolean), txn };
         const result = await withProgress(`writing ${label}`, size, lake, () =>
-          o.mode === 'merge'
-            ? lake.table(table).merge(input, { ...common, keys: o.key!.split(',').map((k) => k.trim()).filter(Boolean), orderBy: o.orderBy, deleteWhen: o.deleteWhen, strategy: o.strategy as RowChangeStrategy | undefined })
-            : lake.table(table).write(input, { ...common, mode: o.mode as 'append' | 'overwrite' }),
+          mode === 'merge'
+            ? lake.table(name).merge(input, { ...common, keys: key!.split(',').map((k) => k.trim()).filter(Boolean), orderBy: o.orderBy, deleteWhen: o.deleteWhen, strategy: o.strategy as RowChangeStrategy | undefined })
+            : lake.table(name).write(input, { ...common, mode: mode as 'append' | 'overwrite' }),
         );
         out(o.json ? stringifyJson(result) : printWriteResult(result));
-      });
+      }, { config });
     });
 
   command('read', "twinlake read sales.orders --where \"region = 'us'\" --limit 10 --output csv")
@@ -178,24 +201,24 @@ export function registerCommands(program: Command): void {
       if (limit !== undefined && (!Number.isInteger(limit) || limit < 0)) throw invalidInput(`read: --limit expects a whole number, found ${JSON.stringify(o.limit)}`);
       const opts: ReadOptions = { ...parseTravel(o), format, limit, where: o.where };
       const byPath = await isPathArgument(table);
-      await using(cmd, async (lake) => {
+      await using(cmd, async (lake, config) => {
         if (o.explain) {
-          const plan = byPath ? await lake.planPath(table, opts) : await lake.table(table).plan(opts);
+          const plan = byPath ? await lake.planPath(table, opts) : await lake.table(tableName(config, table)).plan(opts);
           out(stringifyJson({ format: plan.format, snapshotId: plan.snapshotId, deltaVersion: plan.deltaVersion, where: o.where ?? null, filesScanned: plan.task.files.length, ...plan.task.explain }));
           return;
         }
         if (output === 'table') {
           // One row past the default limit tells whether the table stopped there.
           const max = limit ?? DEFAULT_TABLE_ROWS + 1;
-          const rows = byPath ? await lake.readPath(table, { ...opts, limit: max }) : await lake.table(table).read({ ...opts, limit: max });
+          const rows = byPath ? await lake.readPath(table, { ...opts, limit: max }) : await lake.table(tableName(config, table)).read({ ...opts, limit: max });
           const stopped = limit === undefined && rows.length > DEFAULT_TABLE_ROWS;
-          out(formatTable(stopped ? rows.slice(0, DEFAULT_TABLE_ROWS) : rows, { stoppedAt: stopped ? DEFAULT_TABLE_ROWS : undefined }));
+          outRows(formatTable(stopped ? rows.slice(0, DEFAULT_TABLE_ROWS) : rows, { stoppedAt: stopped ? DEFAULT_TABLE_ROWS : undefined }));
           return;
         }
         // Rows go to standard output as the engine produces them: no temporary file, memory bounded.
         const kind = output === 'csv' ? 'csv' : 'json';
         if (byPath) await lake.exportPath(table, process.stdout, { ...opts, output: kind });
-        else await lake.table(table).export(process.stdout, { ...opts, output: kind });
+        else await lake.table(tableName(config, table)).export(process.stdout, { ...opts, output: kind });
       }, { readOnly: true });
     });
 
@@ -208,9 +231,10 @@ export function registerCommands(program: Command): void {
     .option('--property <key=value>', 'a table property (repeatable)', repeatable, [])
     .action(async (table: string, o: { schema: string; partition?: string; formats?: string; property: string[] }, cmd: Command) => {
       const schema = parseJson(await readFile(o.schema, 'utf8'), o.schema) as StructType;
-      await using(cmd, async (lake) => {
-        await lake.table(table).create(schema, { partition: o.partition, formats: o.formats ? parseFormats(o.formats) : undefined, properties: parseProperties(o.property) });
-        const d = await lake.table(table).describe();
+      await using(cmd, async (lake, config) => {
+        const defaults = tableDefaultsFor(config, tableName(config, table));
+        await lake.table(tableName(config, table)).create(schema, { partition: o.partition ?? defaults.partition, formats: o.formats ? parseFormats(o.formats) : defaults.formats, properties: withTableDefaults(parseProperties(o.property), defaults) });
+        const d = await lake.table(tableName(config, table)).describe();
         out(`created ${d.name} at ${d.location}`);
       });
     });
@@ -221,8 +245,8 @@ export function registerCommands(program: Command): void {
     .argument('<files...>', 'Parquet files or globs, inside the table location')
     .option('--json', 'print the result as JSON')
     .action(async (table: string, files: string[], o: { json?: boolean }, cmd: Command) => {
-      await using(cmd, async (lake) => {
-        const r = await lake.table(table).addFiles(files);
+      await using(cmd, async (lake, config) => {
+        const r = await lake.table(tableName(config, table)).addFiles(files);
         if (o.json) return out(stringifyJson(r));
         const t = r.timings;
         out(`added ${r.files} file(s), ${r.rows} row(s), ${r.bytes} bytes to ${r.table}${r.recordedNameMapping ? ' (recorded a name mapping: the files carry no field IDs)' : ''}`);
@@ -238,8 +262,8 @@ export function registerCommands(program: Command): void {
     .option('--strategy <strategy>', 'copy-on-write | merge-on-read (default: the table property write.delete.mode)')
     .option('--json', 'print the result as JSON')
     .action(async (table: string, o: { where: string; strategy?: string; json?: boolean }, cmd: Command) => {
-      await using(cmd, async (lake) => {
-        const r = await lake.table(table).delete(o.where, { strategy: o.strategy as RowChangeStrategy | undefined });
+      await using(cmd, async (lake, config) => {
+        const r = await lake.table(tableName(config, table)).delete(o.where, { strategy: o.strategy as RowChangeStrategy | undefined });
         if (o.json) return out(stringifyJson(r));
         out(`deleted ${r.deleted} row(s) from ${r.table}, ${r.strategy === 'merge-on-read' ? `${r.deleteFiles} delete file(s) written` : `${r.rewrittenFiles} file(s) rewritten`}`);
         if (r.rewrittenFiles + r.deleteFiles > 0) out(`  iceberg snapshot  ${r.snapshotId}\n  delta version     ${r.deltaVersion ?? '(none)'}`);
@@ -250,8 +274,8 @@ export function registerCommands(program: Command): void {
     .description('make the newest Delta version mirror the current Iceberg snapshot: after a failed Delta commit, a rollback or another engine\'s commit (writes do this too)')
     .argument('<table>', 'namespace.table')
     .action(async (table: string, _o: unknown, cmd: Command) => {
-      await using(cmd, async (lake) => {
-        const r = await lake.table(table).syncDelta();
+      await using(cmd, async (lake, config) => {
+        const r = await lake.table(tableName(config, table)).syncDelta();
         out(r.written.length ? `wrote delta version(s) ${r.written.join(', ')}; delta is at version ${r.version}` : `delta is up to date at version ${r.version}`);
       });
     });
@@ -263,8 +287,8 @@ export function registerCommands(program: Command): void {
     .option('--repair', 'repair what Iceberg (or the Delta log) determines, and report what was done')
     .option('--json', 'print as JSON')
     .action(async (table: string, o: { allVersions?: boolean; repair?: boolean; json?: boolean }, cmd: Command) => {
-      await using(cmd, async (lake) => {
-        const r = await lake.table(table).verify({ allVersions: o.allVersions, repair: o.repair });
+      await using(cmd, async (lake, config) => {
+        const r = await lake.table(tableName(config, table)).verify({ allVersions: o.allVersions, repair: o.repair });
         out(o.json ? stringifyJson(r, 2) : printVerify(r));
         if (!r.ok) process.exitCode = exitCode('drift');
       }, { readOnly: !o.repair });
@@ -276,8 +300,8 @@ export function registerCommands(program: Command): void {
     .option('--json', 'print as JSON')
     .action(async (table: string, o: { json?: boolean }, cmd: Command) => {
       const byPath = await isPathArgument(table);
-      await using(cmd, async (lake) => {
-        const history = byPath ? await lake.historyPath(table) : await lake.table(table).history();
+      await using(cmd, async (lake, config) => {
+        const history = byPath ? await lake.historyPath(table) : await lake.table(tableName(config, table)).history();
         if (o.json) out(stringifyJson(history, 2));
         else out(printHistory(history));
       }, { readOnly: true });
@@ -288,7 +312,7 @@ export function registerCommands(program: Command): void {
     .option('--long', 'with each table\'s formats, rows, files and bytes')
     .option('--json', 'print as JSON')
     .action(async (o: { long?: boolean; json?: boolean }, cmd: Command) => {
-      await using(cmd, async (lake) => {
+      await using(cmd, async (lake, config) => {
         if (o.long) {
           const summaries = await lake.tableSummaries();
           return out(o.json ? stringifyJson(summaries) : printTableSummaries(summaries));
@@ -305,8 +329,8 @@ export function registerCommands(program: Command): void {
     .option('--json', 'print as JSON')
     .action(async (table: string, o: { json?: boolean }, cmd: Command) => {
       const byPath = await isPathArgument(table);
-      await using(cmd, async (lake) => {
-        const d = byPath ? await lake.describePath(table) : await lake.table(table).describe();
+      await using(cmd, async (lake, config) => {
+        const d = byPath ? await lake.describePath(table) : await lake.table(tableName(config, table)).describe();
         if (o.json) out(stringifyJson(d, 2));
         else out(printDescription(d));
       }, { readOnly: true });
@@ -325,8 +349,8 @@ export function registerCommands(program: Command): void {
       if (format !== undefined && format !== 'iceberg' && format !== 'delta') throw invalidInput(`files: --format must be iceberg or delta, found ${JSON.stringify(o.format)}`);
       const opts = { ...parseTravel(o), format };
       const byPath = await isPathArgument(table);
-      await using(cmd, async (lake) => {
-        const files = byPath ? await lake.filesPath(table, opts) : await lake.table(table).files(opts);
+      await using(cmd, async (lake, config) => {
+        const files = byPath ? await lake.filesPath(table, opts) : await lake.table(tableName(config, table)).files(opts);
         out(o.json ? stringifyJson(files, 2) : printFiles(files));
       }, { readOnly: true });
     });
@@ -340,8 +364,8 @@ export function registerCommands(program: Command): void {
     .option('--json', 'print the result as JSON')
     .action(async (table: string, o: { property: string[]; unset: string[]; formats?: string; json?: boolean }, cmd: Command) => {
       if (o.property.length + o.unset.length === 0 && o.formats === undefined) throw invalidInput('alter: give --property KEY=VALUE, --unset KEY or --formats LIST');
-      await using(cmd, async (lake) => {
-        const r = await lake.table(table).alter({ set: parseProperties(o.property, 'alter'), unset: o.unset, formats: o.formats });
+      await using(cmd, async (lake, config) => {
+        const r = await lake.table(tableName(config, table)).alter({ set: parseProperties(o.property, 'alter'), unset: o.unset, formats: o.formats });
         out(o.json ? stringifyJson(r, 2) : printAlter(r));
       });
     });
@@ -352,10 +376,33 @@ export function registerCommands(program: Command): void {
     .argument('<metadata-file>', 'the table\'s current metadata file (a path or file: URI)')
     .option('--json', 'print the result as JSON')
     .action(async (table: string, metadataFile: string, o: { json?: boolean }, cmd: Command) => {
-      await using(cmd, async (lake) => {
-        const r = await lake.table(table).register(metadataFile);
+      await using(cmd, async (lake, config) => {
+        const r = await lake.table(tableName(config, table)).register(metadataFile);
         out(o.json ? stringifyJson(r, 2) : printRegister(r));
       });
+    });
+
+  command('config', 'twinlake config', 'twinlake --config prod.yaml config --json', 'twinlake config --keys')
+    .description('the settings of this run (config file, environment, options) and where each comes from; secrets shown as ***')
+    .option('--keys', 'every key a config file may hold, with its variable, default and meaning')
+    .option('--json', 'print as JSON')
+    .action(async (o: { keys?: boolean; json?: boolean }, cmd: Command) => {
+      if (o.keys) {
+        const keys = [...CONFIG_KEYS.map((k) => ({ ...k, path: k.path })), ...TABLE_KEYS.map((k) => ({ ...k, path: `tables["ns.table"].${k.path}` }))];
+        const rows = keys.map((k) => ({ key: k.path, env: k.env ?? null, default: k.default ?? null, expects: k.expects, secret: k.secret === true, doc: k.doc }));
+        if (o.json) return out(stringifyJson(rows, 2));
+        const width = Math.max(...rows.map((r) => r.key.length));
+        for (const r of rows) out(`${r.key.padEnd(width)}  ${(r.env ?? '').padEnd(34)}  ${r.doc}${r.default ? ` (default: ${r.default})` : ''}${r.secret ? ' [secret]' : ''}`);
+        return;
+      }
+      const config = await settingsOf(cmd);
+      const engine = resolveEngineSettings(config.engine);
+      if (o.json) return out(stringifyJson({ file: config.file ?? null, warehouse: config.warehouseUri, entries: config.entries, engine }, 2));
+      out(`config file  ${config.file ?? '(none)'}`);
+      const width = Math.max(...config.entries.map((e) => e.key.length));
+      for (const e of config.entries) out(`${e.key.padEnd(width)}  ${e.value}  (${e.source})`);
+      if (config.storageUnsupported) out(`note: ${config.storageUnsupported.message}`);
+      out(printEngine(engine));
     });
 
   command('engine', 'twinlake engine --json', 'twinlake --memory-limit 512MB engine')

@@ -1,6 +1,7 @@
 import { exitCodeOf, failureMessage } from './exit-codes.ts';
 import { createProgram } from './program.ts';
 import { interruptWrites } from '../table/write/interrupt.ts';
+import { redact } from '../config/redact.ts';
 
 /**
  * The `twinlake` command. Thin: parse arguments, call the library, format the result. Exit 0 on
@@ -35,6 +36,7 @@ try {
   if (interrupted) await interrupted;
   const code = exitCodeOf(e);
   if (code === 0) process.exit(0); // --help, --version
-  process.stderr.write(`twinlake: ${failureMessage(e)}\n`);
+  // No secret leaves in a failure, whoever (an SDK, a server) quoted it.
+  process.stderr.write(`twinlake: ${redact(failureMessage(e))}\n`);
   process.exit(code);
 }

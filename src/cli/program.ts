@@ -12,7 +12,7 @@ export function createProgram(): TwinlakeCommand {
     .description('Write Parquet once; commit it as an Apache Iceberg table and a Delta Lake table together.')
     .version(TWINLAKE_VERSION)
     .option('--warehouse <dir>', 'warehouse directory (local warehouse + embedded catalog)')
-    .option('--config <file>', 'JSON config file: {"warehouse": "...", "memoryLimit": "512MB", "threads": 4, "tempDir": "..."}')
+    .option('--config <file>', 'config file, YAML or JSON: warehouse, storage, catalog, tables, memoryLimit, threads, tempDir (default: twinlake.yaml, .yml or .json in the current folder; twinlake config --keys lists every key)')
     .option('--memory-limit <size>', 'engine memory limit, e.g. 512MB, 4GB or 50% (default: half the machine\'s memory)')
     .option('--threads <n>', 'engine threads (default: every core)')
     .option('--temp-dir <dir>', 'folder the engine spills to past its memory limit (default: the system temp folder)')

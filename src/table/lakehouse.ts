@@ -27,6 +27,8 @@ export interface LakehouseOptions {
   warehouse?: string;
   /** A catalog to use instead of the embedded SQLite catalog at `<warehouse>/catalog.db`. */
   catalog?: Catalog;
+  /** With `catalog`: the registry of its Delta-only tables (openCatalog gives one); closed with the Lakehouse. */
+  deltaRegistry?: DeltaRegistry;
   /** Receives warnings (e.g. a Delta commit that will be repaired later). Default: stderr. */
   onWarning?: (message: string) => void;
   clock?: Clock;
@@ -110,7 +112,7 @@ export class Lakehouse {
     const io = opts.io ?? localFileIO();
     const warehouse = fileUri(dir);
     let catalog = opts.catalog;
-    let deltaRegistry: DeltaRegistry | undefined;
+    let deltaRegistry = opts.catalog ? opts.deltaRegistry : undefined;
     if (!catalog) {
       const readOnly = opts.readOnly === true;
       catalog = new SqlCatalog({ name: 'twinlake', dbPath: `${dir}/catalog.db`, warehouse: { store: new LocalStore(dir), rootUri: warehouse }, readOnly });
