@@ -27,6 +27,8 @@ export interface LakehouseOptions {
   warehouse?: string;
   /** A catalog to use instead of the embedded SQLite catalog at `<warehouse>/catalog.db`. */
   catalog?: Catalog;
+  /** Where Delta-only tables are registered, beside `catalog` (see openSqlCatalog); the caller closes both. */
+  deltaRegistry?: DeltaRegistry;
   /** Receives warnings (e.g. a Delta commit that will be repaired later). Default: stderr. */
   onWarning?: (message: string) => void;
   clock?: Clock;
@@ -110,7 +112,7 @@ export class Lakehouse {
     const io = opts.io ?? localFileIO();
     const warehouse = fileUri(dir);
     let catalog = opts.catalog;
-    let deltaRegistry: DeltaRegistry | undefined;
+    let deltaRegistry = opts.catalog ? opts.deltaRegistry : undefined;
     if (!catalog) {
       const readOnly = opts.readOnly === true;
       catalog = new SqlCatalog({ name: 'twinlake', dbPath: `${dir}/catalog.db`, warehouse: { store: new LocalStore(dir), rootUri: warehouse }, readOnly });
@@ -145,7 +147,7 @@ export class Lakehouse {
       }
     };
     await visit();
-    for (const t of this.deltaRegistry?.list() ?? []) out.push([...t.namespace, t.name].join('.'));
+    for (const t of (await this.deltaRegistry?.list()) ?? []) out.push([...t.namespace, t.name].join('.'));
     return [...new Set(out)].sort();
   }
 
@@ -248,6 +250,6 @@ export class Lakehouse {
     for (const untrack of this.untrackSession) untrack();
     this.untrackSession = [];
     if (this.ownsCatalog) await (this.catalog as { close?: () => Promise<void> | void }).close?.();
-    this.deltaRegistry?.close();
+    if (this.ownsCatalog) await this.deltaRegistry?.close();
   }
 }
