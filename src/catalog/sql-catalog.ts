@@ -19,7 +19,7 @@ import {
   type TableCommit,
   type TableIdentifier,
 } from './catalog.ts';
-import { BUSY_TIMEOUT_MS, errorCode, isConstraintError, SqliteDriver, SwapFailure, type SqlDriver, type SqlRunner } from './sql-driver.ts';
+import { BUSY_TIMEOUT_MS, errorCode, isConnectionError, isConstraintError, SqliteDriver, SwapFailure, type SqlDriver, type SqlRunner } from './sql-driver.ts';
 
 export interface SqlCatalogOptions {
   /** The `catalog_name` column; one database can hold several catalogs. */
@@ -679,7 +679,7 @@ export function sqlError(e: unknown, what: string, db: Pick<SqlDriver, 'where' |
     if (code.startsWith('40') || code === '55P03' || code === '57014') {
       return new TwinlakeError('io', `sql catalog: ${where} gave up ${what}: ${message} (${code}); try again`, { uri: where, code }, { cause: e, retryable: true });
     }
-    if (code === '' || code.startsWith('08') || code.startsWith('57P') || /^E[A-Z]+$/.test(code)) {
+    if (isConnectionError(e)) {
       return new TwinlakeError('io', `catalog: lost the connection to ${where} while ${what} (${message || code})`, { uri: where, code }, { cause: e, retryable: true });
     }
     return new TwinlakeError('io', `sql catalog: ${what} in ${where} failed: ${message} (${code})`, { uri: where, code }, { cause: e });

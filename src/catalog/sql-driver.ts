@@ -223,11 +223,12 @@ export class PostgresDriver implements SqlDriver {
       // An idle pool does not keep a finished program alive.
       allowExitOnIdle: true,
       application_name: 'twinlake',
-      // Writes on a read-only open fail in the server, before anything changes.
-      ...(opts.readOnly ? { options: '-c default_transaction_read_only=on' } : {}),
     });
     // A connection that drops while idle in the pool is replaced later; it must not crash the process.
     pool.on('error', () => undefined);
+    // Writes on a read-only open fail in the server, before anything changes. A client runs its
+    // queries in order, so this comes before any statement of ours (and keeps the URI's own options).
+    if (opts.readOnly) pool.on('connect', (client) => void client.query('SET default_transaction_read_only = on').catch(() => undefined));
     const driver = new PostgresDriver(pool, where, password);
     const client = await driver.connect();
     client.release();
@@ -273,7 +274,7 @@ export class PostgresDriver implements SqlDriver {
       return await fn(client);
     } catch (e) {
       // A connection that failed mid-query is dropped, not handed to the next caller.
-      if (!errorCode(e) || errorCode(e).startsWith('08') || errorCode(e) === '57P01') broken = e as Error;
+      if (isConnectionError(e)) broken = e as Error;
       throw e;
     } finally {
       client.release(broken);
@@ -326,8 +327,7 @@ export class PostgresDriver implements SqlDriver {
       // Until COMMIT is sent, the server rolls the transaction back however the connection ends.
       // An error the server answered COMMIT with also means it did not commit; a connection lost
       // while COMMIT was under way leaves it open whether it did.
-      const answered = errorCode(e) !== '' && !errorCode(e).startsWith('08') && !/^E[A-Z]+$/.test(errorCode(e));
-      throw new SwapFailure(!committing || answered ? false : 'unknown', e);
+      throw new SwapFailure(!committing || !isConnectionError(e) ? false : 'unknown', e);
     } finally {
       client.release(broken);
     }
@@ -367,6 +367,17 @@ export class PostgresDriver implements SqlDriver {
 
 /** An arbitrary fixed key for the advisory lock around table creation. */
 const CREATE_TABLES_LOCK = '7385730218';
+
+/**
+ * The connection failed rather than the server answering with an error: SQLSTATE class 08
+ * (connection exception) or 57P (the server shut down), Node's socket errors (ECONNRESET, …), or
+ * pg's own errors without a code ("Connection terminated unexpectedly").
+ */
+export function isConnectionError(e: unknown): boolean {
+  if (e instanceof TwinlakeError) return false;
+  const code = errorCode(e);
+  return code === '' || /^(08|57P)/.test(code) || /^E[A-Z]+$/.test(code);
+}
 
 export function isPostgresUri(uri: string): boolean {
   return /^postgres(ql)?:\/\//i.test(uri);

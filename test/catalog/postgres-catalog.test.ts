@@ -251,8 +251,9 @@ describe.skipIf(skip)(`SqlCatalog on PostgreSQL${skip ? ` (skipped: ${missing})`
     try {
       await catalog.createNamespace(['ns']);
       const created = await catalog.createTable(t(['ns'], 'shared'), sampleMetadata());
-      const perProcess = 12;
-      const startAt = Date.now() + 1500;
+      const perProcess = 20;
+      // Far enough ahead for both processes to load and connect on a busy machine.
+      const startAt = Date.now() + 4000;
       // The built package, as a program that depends on twinlake would load it.
       const script = `
         const { openSqlCatalog, LocalStore } = await import(${JSON.stringify(path.join(repoRoot, 'dist/index.js'))});
@@ -260,6 +261,7 @@ describe.skipIf(skip)(`SqlCatalog on PostgreSQL${skip ? ` (skipped: ${missing})`
         const store = new LocalStore(dir);
         const { catalog, deltaRegistry } = await openSqlCatalog({ uri, warehouse: { store, rootUri: store.root } });
         const id = { namespace: ['ns'], name: 'shared' };
+        const late = Date.now() > Number(startAt);
         while (Date.now() < Number(startAt)) await new Promise((r) => setTimeout(r, 1));
         let conflicts = 0;
         for (let i = 0; i < Number(count); i++) {
@@ -281,10 +283,10 @@ describe.skipIf(skip)(`SqlCatalog on PostgreSQL${skip ? ` (skipped: ${missing})`
         }
         await catalog.close();
         await deltaRegistry.close();
-        process.stdout.write(JSON.stringify({ conflicts }));
+        process.stdout.write(JSON.stringify({ conflicts, late }));
       `;
       const run = (who: number) =>
-        new Promise<{ conflicts: number }>((resolve, reject) => {
+        new Promise<{ conflicts: number; late: boolean }>((resolve, reject) => {
           execFile(process.execPath, ['--input-type=module', '-e', script, '--', uri, dir, String(who), String(startAt), String(perProcess)], { cwd: repoRoot, timeout: 90_000 }, (err, stdout, stderr) =>
             err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(JSON.parse(stdout)),
           );
@@ -312,7 +314,8 @@ describe.skipIf(skip)(`SqlCatalog on PostgreSQL${skip ? ` (skipped: ${missing})`
       expect(files.sort()).toEqual(log.map((uri) => uri.slice(uri.lastIndexOf('/') + 1)).sort());
       const row = await withClient(uri, async (c) => (await c.query(`SELECT metadata_location, previous_metadata_location FROM iceberg_tables WHERE table_name = 'shared'`)).rows[0]);
       expect(row).toEqual({ metadata_location: final.metadataLocation, previous_metadata_location: log.at(-2) });
-      // The two really raced: at least one attempt lost the compare-and-swap.
+      // The two really raced: both were ready at the start, and attempts lost the compare-and-swap.
+      expect([a.late, b.late]).toEqual([false, false]);
       expect(a.conflicts + b.conflicts).toBeGreaterThan(0);
     } finally {
       await catalog.close();
@@ -320,6 +323,54 @@ describe.skipIf(skip)(`SqlCatalog on PostgreSQL${skip ? ` (skipped: ${missing})`
       await fs.rm(dir, { recursive: true, force: true });
     }
   }, 120_000);
+
+  it('loses no append when two writer processes append to one table through PostgreSQL', async () => {
+    const uri = await freshDatabase();
+    const dir = await tempDir();
+    const batches = 4;
+    const rowsPerBatch = 5;
+    const startAt = Date.now() + 3000;
+    const script = `
+      const { openSqlCatalog, Lakehouse, LocalStore } = await import(${JSON.stringify(path.join(repoRoot, 'dist/index.js'))});
+      const [uri, dir, who, startAt, batches, rows] = process.argv.slice(1).map((v, i) => (i < 2 ? v : Number(v)));
+      const store = new LocalStore(dir);
+      const { catalog, deltaRegistry } = await openSqlCatalog({ uri, warehouse: { store, rootUri: store.root } });
+      const lake = await Lakehouse.open({ warehouse: dir, catalog, deltaRegistry, engine: { threads: 1, memoryLimit: '256MB' } });
+      const table = lake.table('ns.events');
+      while (Date.now() < startAt) await new Promise((r) => setTimeout(r, 1));
+      for (let b = 0; b < batches; b++) {
+        await table.append(Array.from({ length: rows }, (_, i) => ({ id: who * 1000 + b * 10 + i, writer: who })));
+      }
+      await lake.close();
+      await catalog.close();
+      await deltaRegistry.close();
+    `;
+    const run = (who: number) =>
+      new Promise<void>((resolve, reject) => {
+        execFile(process.execPath, ['--input-type=module', '-e', script, '--', uri, dir, String(who), String(startAt), String(batches), String(rowsPerBatch)], { cwd: repoRoot, timeout: 100_000 }, (err, _out, stderr) =>
+          err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(),
+        );
+      });
+    const { catalog, deltaRegistry } = await openSqlCatalog({ uri, warehouse: { store: new LocalStore(dir), rootUri: new LocalStore(dir).root } });
+    try {
+      // The table exists before the race, so both writers append (creation has a race of its own).
+      const lake = await Lakehouse.open({ warehouse: dir, catalog, deltaRegistry });
+      await lake.table('ns.events').append([{ id: 0, writer: 0 }]);
+      await Promise.all([run(1), run(2)]);
+      const table = lake.table('ns.events');
+      const expected = [0, ...[1, 2].flatMap((w) => Array.from({ length: batches }, (_, b) => Array.from({ length: rowsPerBatch }, (_, i) => w * 1000 + b * 10 + i)).flat())].sort((a, b) => a - b);
+      await expectBothEqual(table, expected);
+      // One snapshot and one Delta version per append (version 0 created the table), without a gap.
+      const history = await table.history();
+      expect(history.map((h) => h.operation)).toEqual(Array(1 + 2 * batches).fill('append'));
+      expect(history.map((h) => h.deltaVersion).sort((a, b) => a! - b!)).toEqual(Array.from({ length: 1 + 2 * batches }, (_, v) => v + 1));
+      await lake.close();
+    } finally {
+      await catalog.close();
+      await deltaRegistry.close();
+      await fs.rm(dir, { recursive: true, force: true });
+    }
+  }, 150_000);
 
   it('holds a Twinlake table written through the library, read back in both formats', async () => {
     const uri = await freshDatabase();
