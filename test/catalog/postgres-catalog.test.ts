@@ -243,6 +243,47 @@ describe.skipIf(skip)(`SqlCatalog on PostgreSQL${skip ? ` (skipped: ${missing})`
     });
   }
 
+  it('reports a commit whose connection was lost before COMMIT as not made, and removes its file', async () => {
+    const uri = await freshDatabase();
+    const dir = await tempDir();
+    const store = new LocalStore(dir);
+    const { catalog, deltaRegistry } = await openSqlCatalog({ uri, warehouse: { store, rootUri: store.root } });
+    const holder = new pg.Client({ connectionString: uri });
+    await holder.connect();
+    const admin = new pg.Client({ connectionString: uri });
+    await admin.connect();
+    try {
+      await catalog.createNamespace(['ns']);
+      const created = await catalog.createTable(t(['ns'], 'cut'), sampleMetadata());
+      // Hold the row so our UPDATE waits, then end our connection from the server's side.
+      await holder.query('BEGIN');
+      await holder.query(`SELECT 1 FROM iceberg_tables WHERE table_name = 'cut' FOR UPDATE`);
+      const ours = errorOf(catalog.commitTable(t(['ns'], 'cut'), { requirements: [], updates: [{ action: 'set-properties', updates: { by: 'us' } }] }));
+      const deadline = Date.now() + 20_000;
+      for (;;) {
+        const { rowCount } = await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE iceberg_tables%'`);
+        if (rowCount === 1) break;
+        if (Date.now() > deadline) throw new Error('the commit never waited for the row lock');
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      const e = await ours;
+      await holder.query('ROLLBACK');
+      expect(e.kind).toBe('io');
+      expect(e.message).toMatch(/^catalog: lost the connection to postgresql:\/\/twinlake@127\.0\.0\.1:\d+\/t\d+ while committing ns\.cut \(terminating connection due to administrator command\)$/);
+      const after = await catalog.loadTable(t(['ns'], 'cut'));
+      expect(after.metadataLocation).toBe(created.metadataLocation);
+      expect(await fs.readdir(path.join(dir, 'ns/cut/metadata'))).toEqual(['v1.metadata.json', 'version-hint.text']);
+      // The pool replaced the lost connection: the next commit goes through.
+      expect((await catalog.commitTable(t(['ns'], 'cut'), { requirements: [], updates: [{ action: 'set-properties', updates: { by: 'us' } }] })).status).toBe('committed');
+    } finally {
+      await holder.end();
+      await admin.end();
+      await catalog.close();
+      await deltaRegistry.close();
+      await fs.rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it('loses no commit when two processes commit to one table at the same time', async () => {
     const uri = await freshDatabase();
     const dir = await tempDir();
