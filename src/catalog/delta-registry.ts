@@ -1,7 +1,8 @@
 import { TwinlakeError } from '../core/errors.ts';
 import { checkTableIdentifier, formatTableIdentifier, type TableIdentifier } from './catalog.ts';
 import { openReadOnlyDatabase, sqlError } from './sql-catalog.ts';
-import { SqliteDriver, type SqlDriver } from './sql-driver.ts';
+import type { SqlDriver } from './sql-driver.ts';
+import { SqliteDriver } from './sqlite-driver.ts';
 
 const REGISTRY_DDL = `CREATE TABLE IF NOT EXISTS twinlake_delta_tables (
   catalog_name VARCHAR(255) NOT NULL,

@@ -4,7 +4,7 @@ import { localPath } from '../core/uri.ts';
 import type { ObjectStore } from '../io/object-store.ts';
 import { DeltaRegistry } from './delta-registry.ts';
 import { SqlCatalog } from './sql-catalog.ts';
-import { isPostgresUri, PostgresDriver } from './sql-driver.ts';
+import { isPostgresUri, PostgresDriver } from './postgres-driver.ts';
 
 export interface OpenSqlCatalogOptions {
   /**

@@ -19,7 +19,9 @@ import {
   type TableCommit,
   type TableIdentifier,
 } from './catalog.ts';
-import { BUSY_TIMEOUT_MS, errorCode, isConnectionError, isConstraintError, SqliteDriver, SwapFailure, type SqlDriver, type SqlRunner } from './sql-driver.ts';
+import { isConnectionError } from './postgres-driver.ts';
+import { BUSY_TIMEOUT_MS, errorCode, isConstraintError, SwapFailure, type SqlDriver, type SqlRunner } from './sql-driver.ts';
+import { SqliteDriver } from './sqlite-driver.ts';
 
 export interface SqlCatalogOptions {
   /** The `catalog_name` column; one database can hold several catalogs. */

@@ -4,7 +4,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openSqlCatalog } from '../../src/catalog/open-sql-catalog.ts';
-import { redactedUri } from '../../src/catalog/sql-driver.ts';
+import { redactedUri } from '../../src/catalog/postgres-driver.ts';
 import { LocalStore } from '../../src/io/local-store.ts';
 import { errorOf } from '../helpers.ts';
 import { sampleMetadata } from './catalog-contract.ts';
