@@ -65,6 +65,7 @@ export class SqlCatalog implements Catalog {
   private readonly clock: Clock;
   private driver: SqlDriver;
   private readonly ready: Promise<CatalogStatements>;
+  private readonly readOnly: boolean;
 
   constructor(options: SqlCatalogOptions) {
     this.name = options.name ?? 'twinlake';
@@ -74,6 +75,7 @@ export class SqlCatalog implements Catalog {
     this.store = options.warehouse.store;
     this.warehouseUri = options.warehouse.rootUri.replace(/\/+$/, '');
     this.clock = options.clock ?? systemClock;
+    this.readOnly = options.readOnly === true;
     if (this.warehouseUri !== this.store.root && relativeTo(this.store.root, this.warehouseUri) === undefined) {
       throw invalidInput(`sql catalog: expected the warehouse ${this.warehouseUri} inside its store ${this.store.root}`);
     }
@@ -124,6 +126,7 @@ export class SqlCatalog implements Catalog {
 
   async createNamespace(namespace: string[], properties: Record<string, string> = {}): Promise<void> {
     checkNamespace(namespace);
+    this.requireWritable(`create namespace ${namespace.join('.')}`);
     for (const [k, v] of Object.entries(properties)) {
       if (k === EXISTS_PROPERTY) throw invalidInput(`sql catalog: namespace property ${JSON.stringify(k)} is reserved`);
       if (typeof v !== 'string') throw invalidInput(`sql catalog: namespace property ${JSON.stringify(k)} must be a string, found ${typeof v}`);
@@ -165,6 +168,7 @@ export class SqlCatalog implements Catalog {
 
   async dropNamespace(namespace: string[]): Promise<void> {
     checkNamespace(namespace);
+    this.requireWritable(`drop namespace ${namespace.join('.')}`);
     const ns = namespace.join('.');
     const sql = await this.ready;
     await this.query(`dropping namespace ${ns}`, () =>
@@ -203,6 +207,7 @@ export class SqlCatalog implements Catalog {
 
   async createTable(id: TableIdentifier, metadata: TableMetadata): Promise<LoadTableResult> {
     checkTableIdentifier(id);
+    this.requireWritable(`create ${formatTableIdentifier(id)}`);
     await this.requireNamespace(id.namespace);
     if ((await this.pointer(id)) !== undefined) throw alreadyExists(id);
     const sql = await this.ready;
@@ -220,6 +225,7 @@ export class SqlCatalog implements Catalog {
 
   async registerTable(id: TableIdentifier, metadataLocation: string): Promise<LoadTableResult> {
     checkTableIdentifier(id);
+    this.requireWritable(`register ${formatTableIdentifier(id)}`);
     await this.requireNamespace(id.namespace);
     if ((await this.pointer(id)) !== undefined) throw alreadyExists(id);
     const sql = await this.ready;
@@ -234,6 +240,7 @@ export class SqlCatalog implements Catalog {
 
   async commitTable(id: TableIdentifier, commit: TableCommit, options: CommitOptions = {}): Promise<CommitResult> {
     checkTableIdentifier(id);
+    this.requireWritable(`commit to ${formatTableIdentifier(id)}`);
     const current = await this.requirePointer(id);
     const base = await this.readMetadata(current, id);
     let next: TableMetadata;
@@ -282,6 +289,7 @@ export class SqlCatalog implements Catalog {
 
   async dropTable(id: TableIdentifier, options: { purge?: boolean } = {}): Promise<void> {
     checkTableIdentifier(id);
+    this.requireWritable(`drop ${formatTableIdentifier(id)}`);
     const current = await this.requirePointer(id);
     let purgePrefix: string | undefined;
     if (options.purge) {
@@ -319,6 +327,11 @@ export class SqlCatalog implements Catalog {
       }
       return catalogStatements(await this.driver.hasColumn('iceberg_tables', 'iceberg_type'));
     });
+  }
+
+  /** A read-only open refuses every change before it writes a file (a metadata file would be an orphan). */
+  private requireWritable(what: string): void {
+    if (this.readOnly) throw new TwinlakeError('io', `sql catalog: ${this.dbPath} is open for reading only; cannot ${what}`, { dbPath: this.dbPath }, { retryable: false });
   }
 
   private sqlite<T>(what: string, fn: () => T): T {

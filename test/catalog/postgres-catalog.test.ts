@@ -490,11 +490,14 @@ describe.skipIf(skip)(`SqlCatalog on PostgreSQL${skip ? ` (skipped: ${missing})`
         expect(await reader.catalog.listTables(['ns'])).toEqual([t(['ns'], 'x')]);
         const e = await errorOf(reader.catalog.createNamespace(['other']));
         expect(e.kind).toBe('io');
-        expect(e.message).toMatch(/^sql catalog: cannot write to postgresql:\/\/twinlake@127\.0\.0\.1:\d+\/t\d+ while creating namespace other: .*read-only transaction \(25006\)$/);
+        expect(e.message).toMatch(/^sql catalog: postgresql:\/\/twinlake@127\.0\.0\.1:\d+\/t\d+ is open for reading only; cannot create namespace other$/);
         const base = (await reader.catalog.loadTable(t(['ns'], 'x'))).metadata;
         const c = await errorOf(reader.catalog.commitTable(t(['ns'], 'x'), { requirements: [], updates: appendUpdates(base, 5n) }));
         expect(c.kind).toBe('io');
-        expect(c.message).toContain('read-only transaction');
+        expect(c.message).toMatch(/is open for reading only; cannot commit to ns\.x$/);
+        // The server refuses writes on the read-only connections too, whatever reaches it.
+        const sessionReadOnly = await reader.deltaRegistry.register(t(['ns'], 'd'), `file://${dir}/ns/d`).then(() => 'written', (err: Error) => err.message);
+        expect(sessionReadOnly).toMatch(/^sql catalog: cannot write to postgresql:\/\/.* while registering ns\.d: .*read-only transaction \(25006\)$/);
         // The refused commit left its table as it was, without a stray metadata file.
         expect((await reader.catalog.loadTable(t(['ns'], 'x'))).metadata.snapshots).toEqual([]);
         expect(await fs.readdir(path.join(dir, 'ns/x/metadata'))).toEqual(['v1.metadata.json', 'version-hint.text']);
