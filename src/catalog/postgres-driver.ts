@@ -41,8 +41,10 @@ export class PostgresDriver implements SqlDriver {
       allowExitOnIdle: true,
       application_name: 'twinlake',
     });
-    // A connection that drops while idle in the pool is replaced later; it must not crash the process.
+    // A connection that drops must not crash the process: idle in the pool it is replaced later;
+    // in use, the query under way fails with the error, which is where it is handled.
     pool.on('error', () => undefined);
+    pool.on('connect', (client) => client.on('error', () => undefined));
     // Writes on a read-only open fail in the server, before anything changes. A client runs its
     // queries in order, so this comes before any statement of ours (and keeps the URI's own options).
     if (opts.readOnly) pool.on('connect', (client) => void client.query('SET default_transaction_read_only = on').catch(() => undefined));

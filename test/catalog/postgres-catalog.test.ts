@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import { existsSync, promises as fs } from 'node:fs';
+import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import pg from 'pg';
@@ -280,6 +281,52 @@ describe.skipIf(skip)(`SqlCatalog on PostgreSQL${skip ? ` (skipped: ${missing})`
       await admin.end();
       await catalog.close();
       await deltaRegistry.close();
+      await fs.rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('reports a commit whose connection was lost during COMMIT as of unknown outcome, keeping its file', async () => {
+    const uri = await freshDatabase();
+    const dir = await tempDir();
+    const store = new LocalStore(dir);
+    // A loopback relay to the server that can cut the connection as COMMIT passes through it.
+    let cutAtCommit = false;
+    const relay = net.createServer((client) => {
+      const upstream = net.connect(server.port, '127.0.0.1');
+      upstream.on('error', () => client.destroy());
+      client.on('error', () => upstream.destroy());
+      upstream.pipe(client);
+      client.on('data', (chunk: Buffer) => {
+        // A simple-protocol Query message ('Q') whose text is COMMIT.
+        if (cutAtCommit && chunk[0] === 0x51 && chunk.includes('COMMIT\0')) {
+          cutAtCommit = false;
+          client.destroy();
+          upstream.destroy();
+          return;
+        }
+        upstream.write(chunk);
+      });
+    });
+    await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
+    const relayPort = (relay.address() as net.AddressInfo).port;
+    const viaRelay = uri.replace(`:${server.port}/`, `:${relayPort}/`);
+    const { catalog, deltaRegistry } = await openSqlCatalog({ uri: viaRelay, warehouse: { store, rootUri: store.root } });
+    try {
+      await catalog.createNamespace(['ns']);
+      const created = await catalog.createTable(t(['ns'], 'cut'), sampleMetadata());
+      cutAtCommit = true;
+      const e = await errorOf(catalog.commitTable(t(['ns'], 'cut'), { requirements: [], updates: [{ action: 'set-properties', updates: { by: 'us' } }] }));
+      expect(cutAtCommit).toBe(false);
+      expect(e.kind).toBe('commit-state-unknown');
+      const written = `file://${dir}/ns/cut/metadata/v2.metadata.json`;
+      expect(e.message).toMatch(new RegExp(`^sql catalog: the pointer update of ns\\.cut to ${written.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} failed and may or may not have happened: `));
+      // The file the pointer may now name is kept; the server, which never saw COMMIT, kept the old pointer.
+      expect(existsSync(path.join(dir, 'ns/cut/metadata/v2.metadata.json'))).toBe(true);
+      expect((await catalog.loadTable(t(['ns'], 'cut'))).metadataLocation).toBe(created.metadataLocation);
+    } finally {
+      await catalog.close();
+      await deltaRegistry.close();
+      await new Promise((resolve) => relay.close(resolve));
       await fs.rm(dir, { recursive: true, force: true });
     }
   });
