@@ -513,6 +513,34 @@ describe.skipIf(skip)(`SqlCatalog on PostgreSQL${skip ? ` (skipped: ${missing})`
     }
   });
 
+  it('keeps Delta-only tables in the registry: once per name, per catalog, sorted', async () => {
+    const uri = await freshDatabase();
+    const dir = await tempDir();
+    const store = new LocalStore(dir);
+    const a = await openSqlCatalog({ uri, warehouse: { store, rootUri: store.root } });
+    const b = await openSqlCatalog({ uri, name: 'other', warehouse: { store, rootUri: store.root } });
+    try {
+      await a.deltaRegistry.register(t(['z'], 'last'), 'file:///w/z/last');
+      await a.deltaRegistry.register(t(['a', 'b'], 'Upper'), 'file:///w/a/b/Upper');
+      await a.deltaRegistry.register(t(['a', 'b'], 'lower'), 'file:///w/a/b/lower');
+      // The same name at the same place again changes nothing; at another place it is refused.
+      await a.deltaRegistry.register(t(['z'], 'last'), 'file:///w/z/last');
+      const e = await errorOf(a.deltaRegistry.register(t(['z'], 'last'), 'file:///elsewhere'));
+      expect(e.kind).toBe('already-exists');
+      expect(e.message).toBe('delta registry: table z.last is already registered at file:///w/z/last');
+      expect(await a.deltaRegistry.list()).toEqual([t(['a', 'b'], 'Upper'), t(['a', 'b'], 'lower'), t(['z'], 'last')]);
+      expect(await a.deltaRegistry.location(t(['a', 'b'], 'lower'))).toBe('file:///w/a/b/lower');
+      expect(await a.deltaRegistry.location(t(['a', 'b'], 'LOWER'))).toBeUndefined();
+      expect(await b.deltaRegistry.list()).toEqual([]);
+    } finally {
+      for (const o of [a, b]) {
+        await o.catalog.close();
+        await o.deltaRegistry.close();
+      }
+      await fs.rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it('opens read-only without creating anything, and refuses writes', async () => {
     const uri = await freshDatabase();
     const dir = await tempDir();
