@@ -34,6 +34,8 @@ export { TwinlakeError, type ErrorKind } from './core/errors.ts';
 export type { EngineOptions, EngineSettings } from './engine/engine-settings.ts';
 export type { Catalog, TableIdentifier } from './catalog/catalog.ts';
 export { SqlCatalog } from './catalog/sql-catalog.ts';
+export { DeltaRegistry } from './catalog/delta-registry.ts';
+export { openSqlCatalog, type OpenSqlCatalogOptions, type OpenedSqlCatalog } from './catalog/open-sql-catalog.ts';
 export type { ObjectStore, ObjectMeta } from './io/object-store.ts';
 export { LocalStore } from './io/local-store.ts';
 export { MemoryStore } from './io/memory-store.ts';

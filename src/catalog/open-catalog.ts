@@ -1,10 +1,11 @@
 import { invalidInput, unsupported } from '../core/errors.ts';
-import { isUri, localPath } from '../core/uri.ts';
+import { localPath } from '../core/uri.ts';
 import { LocalStore } from '../io/local-store.ts';
 import { storeForLocation, type StorageOptions } from '../io/store-for-uri.ts';
 import type { Catalog } from './catalog.ts';
-import { DeltaRegistry } from './delta-registry.ts';
-import { SqlCatalog } from './sql-catalog.ts';
+import type { DeltaRegistry } from './delta-registry.ts';
+import { GlueCatalog } from './glue-catalog.ts';
+import { openSqlCatalog } from './open-sql-catalog.ts';
 
 /** Which catalog a warehouse registers its tables in: the `catalog` section of a config file. */
 export interface CatalogConfig {
@@ -38,42 +39,43 @@ export interface OpenedCatalog {
 
 /**
  * Opens the catalog a config names, for the warehouse at `warehouseUri`. This is the one place a
- * catalog type becomes a catalog: `sql` on a SQLite file works (the embedded default is the
- * Lakehouse's own, `<warehouse>/catalog.db`); `sql` on PostgreSQL, `glue` and `rest` are not
- * built yet and fail with `unsupported`, naming the type.
+ * catalog type becomes a catalog: `sql` on a SQLite file or PostgreSQL (openSqlCatalog picks the
+ * driver by URI), `glue` on the region's Glue Data Catalog; `rest` is not built yet and fails with
+ * `unsupported`.
  */
 export async function openCatalog(config: CatalogConfig, opts: { warehouseUri: string; storage?: StorageOptions; readOnly?: boolean }): Promise<OpenedCatalog> {
   const readOnly = opts.readOnly === true;
-  if (config.type === 'glue' || config.type === 'rest') {
-    throw unsupported(`catalog: type ${config.type} is not supported yet (supported: sql with a SQLite file)`, { type: config.type });
+  if (config.type === 'rest') {
+    throw unsupported(`catalog: type ${config.type} is not supported yet (supported: sql, glue)`, { type: config.type });
   }
-  if (config.type !== 'sql') throw invalidInput(`catalog: expected type sql, glue or rest, found ${JSON.stringify(config.type)}`);
-  const uri = config.uri;
-  // The URI is not quoted: it may hold a password.
-  if (uri !== undefined && /^postgres(ql)?:\/\//i.test(uri)) throw unsupported('catalog: type sql on a postgresql:// URI is not supported yet (supported: a SQLite file)', { type: 'sql' });
-  if (uri !== undefined && isUri(uri) && !uri.startsWith('file:')) {
-    throw invalidInput(`catalog: type sql expects a SQLite file path or a postgresql:// URI, found a ${uri.split(':')[0]}: URI`);
-  }
+  if (config.type !== 'sql' && config.type !== 'glue') throw invalidInput(`catalog: expected type sql, glue or rest, found ${JSON.stringify(config.type)}`);
   const local = opts.warehouseUri.startsWith('file:');
-  const dbPath = uri !== undefined ? (uri.startsWith('file:') ? localPath(uri) : uri) : local ? `${localPath(opts.warehouseUri)}/catalog.db` : undefined;
-  if (dbPath === undefined) {
-    throw invalidInput(`catalog: the warehouse ${opts.warehouseUri} is not on local disk, so the SQL catalog needs catalog.uri (a SQLite file or a postgresql:// URI)`);
-  }
   // As the Lakehouse's embedded default does for a local warehouse: a store rooted at the warehouse.
   const store = local ? new LocalStore(localPath(opts.warehouseUri)) : storeForLocation(opts.warehouseUri, opts.storage).store;
-  const catalog = new SqlCatalog({ name: config.name, dbPath, warehouse: { store, rootUri: opts.warehouseUri }, readOnly });
-  let deltaRegistry: DeltaRegistry;
-  try {
-    deltaRegistry = new DeltaRegistry(dbPath, config.name, { readOnly });
-  } catch (e) {
-    await catalog.close();
-    throw e;
+  const warehouse = { store, rootUri: opts.warehouseUri };
+  if (config.type === 'glue') {
+    const region = config.region ?? opts.storage?.s3?.region;
+    if (region === undefined) throw invalidInput('catalog: type glue needs catalog.region (the AWS region of the Glue Data Catalog)');
+    const { accessKeyId, secretAccessKey, sessionToken } = config.credential ?? {};
+    const catalog = new GlueCatalog({
+      region,
+      warehouse,
+      ...(config.uri !== undefined ? { endpoint: config.uri } : {}),
+      ...(config.warehouse !== undefined ? { catalogId: config.warehouse } : {}),
+      ...(accessKeyId !== undefined && secretAccessKey !== undefined ? { credentials: { accessKeyId, secretAccessKey, ...(sessionToken !== undefined ? { sessionToken } : {}) } } : {}),
+    });
+    return { catalog, close: () => catalog.close() };
   }
+  const uri = config.uri ?? (local ? `${localPath(opts.warehouseUri)}/catalog.db` : undefined);
+  if (uri === undefined) {
+    throw invalidInput(`catalog: the warehouse ${opts.warehouseUri} is not on local disk, so the SQL catalog needs catalog.uri (a SQLite file or a postgresql:// URI)`);
+  }
+  const { catalog, deltaRegistry } = await openSqlCatalog({ uri, name: config.name, warehouse, readOnly });
   return {
     catalog,
     deltaRegistry,
     close: async () => {
-      deltaRegistry.close();
+      await deltaRegistry.close();
       await catalog.close();
     },
   };

@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
 import * as nodePath from 'node:path';
 import { systemClock, type Clock } from '../core/clock.ts';
 import { errorMessage, invalidInput, isTwinlakeError, notFound, TwinlakeError, unsupported } from '../core/errors.ts';
@@ -19,12 +19,20 @@ import {
   type TableCommit,
   type TableIdentifier,
 } from './catalog.ts';
+import { isConnectionError } from './postgres-driver.ts';
+import { BUSY_TIMEOUT_MS, errorCode, isConstraintError, SwapFailure, type SqlDriver, type SqlRunner } from './sql-driver.ts';
+import { SqliteDriver } from './sqlite-driver.ts';
 
 export interface SqlCatalogOptions {
-  /** The `catalog_name` column; one database file can hold several catalogs. */
+  /** The `catalog_name` column; one database can hold several catalogs. */
   name?: string;
   /** The SQLite file; defaults to `<warehouse>/catalog.db` for a warehouse on local disk. */
   dbPath?: string;
+  /**
+   * An open database instead of `dbPath` (a PostgreSQL pool: see openSqlCatalog); the catalog
+   * takes a share of it and creates its tables on first use.
+   */
+  driver?: SqlDriver;
   /** Where table folders go (`<rootUri>/<ns levels>/<table>`), and the store that holds them. */
   warehouse: { store: ObjectStore; rootUri: string };
   clock?: Clock;
@@ -37,11 +45,11 @@ export interface SqlCatalogOptions {
 }
 
 /**
- * An Iceberg catalog in a SQLite file with the tables of Iceberg's JDBC catalog and PyIceberg's
- * SqlCatalog, so Spark, Trino and PyIceberg open the same file. The tables are created with the JDBC
- * catalog's original ("V0") DDL, which is also what PyIceberg creates. Java's "V1" schema only adds
- * a nullable `iceberg_type` column (NULL reads as a table); when a file already has it, views are
- * left alone and new rows are marked 'TABLE'.
+ * An Iceberg catalog in a SQL database — a SQLite file or PostgreSQL — with the tables of Iceberg's
+ * JDBC catalog and PyIceberg's SqlCatalog, so Spark, Trino and PyIceberg open the same database.
+ * The tables are created with the JDBC catalog's original ("V0") DDL, which is also what PyIceberg
+ * creates. Java's "V1" schema only adds a nullable `iceberg_type` column (NULL reads as a table);
+ * when a database already has it, views are left alone and new rows are marked 'TABLE'.
  *
  * A commit writes a new metadata file with a create-only write, then swaps the table's pointer with
  * one compare-and-swap UPDATE, exactly as the JDBC catalog does; the UPDATE changing no row means a
@@ -50,12 +58,14 @@ export interface SqlCatalogOptions {
 export class SqlCatalog implements Catalog {
   private readonly parsed = new Map<string, { metadata: TableMetadata; size: number; modified: number }>();
   readonly name: string;
+  /** The SQLite file, or the PostgreSQL URI without its password. */
   readonly dbPath: string;
   private readonly store: ObjectStore;
   private readonly warehouseUri: string;
   private readonly clock: Clock;
-  private readonly db: Database.Database;
-  private readonly sql: ReturnType<typeof prepare>;
+  private driver: SqlDriver;
+  private readonly ready: Promise<CatalogStatements>;
+  private readonly readOnly: boolean;
 
   constructor(options: SqlCatalogOptions) {
     this.name = options.name ?? 'twinlake';
@@ -65,18 +75,35 @@ export class SqlCatalog implements Catalog {
     this.store = options.warehouse.store;
     this.warehouseUri = options.warehouse.rootUri.replace(/\/+$/, '');
     this.clock = options.clock ?? systemClock;
+    this.readOnly = options.readOnly === true;
     if (this.warehouseUri !== this.store.root && relativeTo(this.store.root, this.warehouseUri) === undefined) {
       throw invalidInput(`sql catalog: expected the warehouse ${this.warehouseUri} inside its store ${this.store.root}`);
+    }
+    if (options.driver) {
+      this.driver = options.driver.share();
+      this.dbPath = this.driver.where;
+      this.ready = this.prepareTables(options.readOnly === true);
+      // Until a call awaits it, a failure here must not be reported as unhandled.
+      this.ready.catch(() => undefined);
+      return;
     }
     if (options.dbPath !== undefined) this.dbPath = options.dbPath;
     else if (this.warehouseUri.startsWith('file:')) this.dbPath = nodePath.join(localPath(this.warehouseUri), 'catalog.db');
     else throw invalidInput(`sql catalog: a dbPath is needed when the warehouse ${this.warehouseUri} is not on local disk`);
-    this.db = options.readOnly ? (openReadOnlyDatabase(this.dbPath, ['iceberg_tables', 'iceberg_namespace_properties']) ?? emptyCatalogDatabase()) : openDatabase(this.dbPath);
-    this.sql = this.run('preparing statements', () => prepare(this.db));
+    // SQLite opens synchronously, so a file that cannot be opened fails here, in the constructor.
+    const db = options.readOnly ? (openReadOnlyDatabase(this.dbPath, CATALOG_TABLES) ?? emptyCatalogDatabase()) : openDatabase(this.dbPath);
+    this.driver = new SqliteDriver(db, this.dbPath);
+    this.ready = Promise.resolve(this.sqlite('preparing statements', () => catalogStatements(sqliteHasColumn(db, 'iceberg_tables', 'iceberg_type'))));
   }
 
-  close(): void {
-    this.db.close();
+  /** Resolves once the catalog's tables exist (or are found missing on a read-only open); fails as the first call would. */
+  async opened(): Promise<void> {
+    await this.ready;
+  }
+
+  /** Closes this catalog's share of the database (a SQLite file closes before this returns). */
+  close(): Promise<void> {
+    return this.driver.close();
   }
 
   /** `<warehouse>/<namespace levels>/<table>`. */
@@ -88,9 +115,9 @@ export class SqlCatalog implements Catalog {
   // ---- namespaces
 
   async listNamespaces(parent: string[] = []): Promise<string[][]> {
-    if (parent.length > 0) this.requireNamespace(parent);
+    if (parent.length > 0) await this.requireNamespace(parent);
     const children = new Set<string>();
-    for (const ns of this.allNamespaces()) {
+    for (const ns of await this.allNamespaces(this.driver)) {
       const levels = ns.split('.');
       if (levels.length > parent.length && parent.every((p, i) => levels[i] === p)) children.add(levels[parent.length]!);
     }
@@ -99,20 +126,23 @@ export class SqlCatalog implements Catalog {
 
   async createNamespace(namespace: string[], properties: Record<string, string> = {}): Promise<void> {
     checkNamespace(namespace);
+    this.requireWritable(`create namespace ${namespace.join('.')}`);
     for (const [k, v] of Object.entries(properties)) {
       if (k === EXISTS_PROPERTY) throw invalidInput(`sql catalog: namespace property ${JSON.stringify(k)} is reserved`);
       if (typeof v !== 'string') throw invalidInput(`sql catalog: namespace property ${JSON.stringify(k)} must be a string, found ${typeof v}`);
     }
     const ns = namespace.join('.');
-    const create = this.db.transaction(() => {
-      if (this.namespaceExistsNow(namespace)) {
-        throw new TwinlakeError('already-exists', `sql catalog: namespace ${ns} already exists`, { namespace });
-      }
-      // Java's JDBC catalog always writes this marker; PyIceberg writes it when there are no other properties.
-      for (const [k, v] of Object.entries({ ...properties, [EXISTS_PROPERTY]: 'true' })) this.sql.insertProperty.run(this.name, ns, k, v);
-    });
+    const sql = await this.ready;
     try {
-      this.run(`creating namespace ${ns}`, () => create.immediate());
+      await this.query(`creating namespace ${ns}`, () =>
+        this.driver.transaction(async (tx) => {
+          if (await this.namespaceExistsNow(tx, namespace)) {
+            throw new TwinlakeError('already-exists', `sql catalog: namespace ${ns} already exists`, { namespace });
+          }
+          // Java's JDBC catalog always writes this marker; PyIceberg writes it when there are no other properties.
+          for (const [k, v] of Object.entries({ ...properties, [EXISTS_PROPERTY]: 'true' })) await tx.run(sql.insertProperty, [this.name, ns, k, v]);
+        }),
+      );
     } catch (e) {
       // Another process created it between our check and our insert.
       if (isConstraintError(e)) throw new TwinlakeError('already-exists', `sql catalog: namespace ${ns} already exists`, { namespace });
@@ -122,12 +152,15 @@ export class SqlCatalog implements Catalog {
 
   async namespaceExists(namespace: string[]): Promise<boolean> {
     checkNamespace(namespace);
-    return this.namespaceExistsNow(namespace);
+    return this.namespaceExistsNow(this.driver, namespace);
   }
 
   async loadNamespaceProperties(namespace: string[]): Promise<Record<string, string>> {
-    this.requireNamespace(namespace);
-    const rows = this.run('reading namespace properties', () => this.sql.properties.all(this.name, namespace.join('.'))) as { property_key: string; property_value: string | null }[];
+    await this.requireNamespace(namespace);
+    const sql = await this.ready;
+    const rows = await this.query('reading namespace properties', () =>
+      this.driver.all<{ property_key: string; property_value: string | null }>(sql.properties, [this.name, namespace.join('.')]),
+    );
     const out: Record<string, string> = {};
     for (const r of rows) if (r.property_key !== EXISTS_PROPERTY && r.property_value !== null) out[r.property_key] = r.property_value;
     return out;
@@ -135,45 +168,53 @@ export class SqlCatalog implements Catalog {
 
   async dropNamespace(namespace: string[]): Promise<void> {
     checkNamespace(namespace);
+    this.requireWritable(`drop namespace ${namespace.join('.')}`);
     const ns = namespace.join('.');
-    const drop = this.db.transaction(() => {
-      if (!this.namespaceExistsNow(namespace)) throw notFound(`sql catalog: namespace ${ns} does not exist`, { namespace });
-      const tables = this.sql.countInNamespace.get(this.name, ns) as { n: number };
-      if (tables.n > 0) throw invalidInput(`sql catalog: namespace ${ns} is not empty: it holds ${tables.n} table(s)`, { namespace });
-      const child = this.allNamespaces().find((other) => other.startsWith(ns + '.'));
-      if (child !== undefined) throw invalidInput(`sql catalog: namespace ${ns} is not empty: it holds namespace ${child}`, { namespace });
-      this.sql.deleteNamespace.run(this.name, ns);
-    });
-    this.run(`dropping namespace ${ns}`, () => drop.immediate());
+    const sql = await this.ready;
+    await this.query(`dropping namespace ${ns}`, () =>
+      this.driver.transaction(async (tx) => {
+        if (!(await this.namespaceExistsNow(tx, namespace))) throw notFound(`sql catalog: namespace ${ns} does not exist`, { namespace });
+        const [tables] = await tx.all<{ n: number | string }>(sql.countInNamespace, [this.name, ns]);
+        const n = Number(tables?.n ?? 0);
+        if (n > 0) throw invalidInput(`sql catalog: namespace ${ns} is not empty: it holds ${n} table(s)`, { namespace });
+        const child = (await this.allNamespaces(tx)).find((other) => other.startsWith(ns + '.'));
+        if (child !== undefined) throw invalidInput(`sql catalog: namespace ${ns} is not empty: it holds namespace ${child}`, { namespace });
+        await tx.run(sql.deleteNamespace, [this.name, ns]);
+      }),
+    );
   }
 
   // ---- tables
 
   async listTables(namespace: string[]): Promise<TableIdentifier[]> {
-    this.requireNamespace(namespace);
-    const rows = this.run('listing tables', () => this.sql.listTables.all(this.name, namespace.join('.'))) as { table_name: string }[];
-    return rows.map((r) => ({ namespace: [...namespace], name: r.table_name }));
+    await this.requireNamespace(namespace);
+    const sql = await this.ready;
+    const rows = await this.query('listing tables', () => this.driver.all<{ table_name: string }>(sql.listTables, [this.name, namespace.join('.')]));
+    // Sorted here, by code point, so every database orders names alike whatever its collation.
+    return rows.map((r) => r.table_name).sort(byCodePoint).map((name) => ({ namespace: [...namespace], name }));
   }
 
   async tableExists(id: TableIdentifier): Promise<boolean> {
     checkTableIdentifier(id);
-    return this.pointer(id) !== undefined;
+    return (await this.pointer(id)) !== undefined;
   }
 
   async loadTable(id: TableIdentifier): Promise<LoadTableResult> {
     checkTableIdentifier(id);
-    const metadataLocation = this.requirePointer(id);
+    const metadataLocation = await this.requirePointer(id);
     return { metadataLocation, metadata: await this.readMetadata(metadataLocation, id) };
   }
 
   async createTable(id: TableIdentifier, metadata: TableMetadata): Promise<LoadTableResult> {
     checkTableIdentifier(id);
-    this.requireNamespace(id.namespace);
-    if (this.pointer(id) !== undefined) throw alreadyExists(id);
+    this.requireWritable(`create ${formatTableIdentifier(id)}`);
+    await this.requireNamespace(id.namespace);
+    if ((await this.pointer(id)) !== undefined) throw alreadyExists(id);
+    const sql = await this.ready;
     const located = metadata.location ? metadata : { ...metadata, location: this.defaultTableLocation(id) };
     const written = await this.writeMetadataFile(located, 1);
     try {
-      this.run(`registering ${formatTableIdentifier(id)}`, () => this.sql.insertTable.run(this.name, id.namespace.join('.'), id.name, written.uri));
+      await this.query(`registering ${formatTableIdentifier(id)}`, () => this.driver.run(sql.insertTable, [this.name, id.namespace.join('.'), id.name, written.uri]));
     } catch (e) {
       await this.deleteQuietly(written.uri);
       throw isConstraintError(e) ? alreadyExists(id) : e;
@@ -184,11 +225,13 @@ export class SqlCatalog implements Catalog {
 
   async registerTable(id: TableIdentifier, metadataLocation: string): Promise<LoadTableResult> {
     checkTableIdentifier(id);
-    this.requireNamespace(id.namespace);
-    if (this.pointer(id) !== undefined) throw alreadyExists(id);
+    this.requireWritable(`register ${formatTableIdentifier(id)}`);
+    await this.requireNamespace(id.namespace);
+    if ((await this.pointer(id)) !== undefined) throw alreadyExists(id);
+    const sql = await this.ready;
     const metadata = await this.readMetadata(metadataLocation);
     try {
-      this.run(`registering ${formatTableIdentifier(id)}`, () => this.sql.insertTable.run(this.name, id.namespace.join('.'), id.name, metadataLocation));
+      await this.query(`registering ${formatTableIdentifier(id)}`, () => this.driver.run(sql.insertTable, [this.name, id.namespace.join('.'), id.name, metadataLocation]));
     } catch (e) {
       throw isConstraintError(e) ? alreadyExists(id) : e;
     }
@@ -197,7 +240,8 @@ export class SqlCatalog implements Catalog {
 
   async commitTable(id: TableIdentifier, commit: TableCommit, options: CommitOptions = {}): Promise<CommitResult> {
     checkTableIdentifier(id);
-    const current = this.requirePointer(id);
+    this.requireWritable(`commit to ${formatTableIdentifier(id)}`);
+    const current = await this.requirePointer(id);
     const base = await this.readMetadata(current, id);
     let next: TableMetadata;
     try {
@@ -209,27 +253,29 @@ export class SqlCatalog implements Catalog {
       if (isTwinlakeError(e, 'commit-conflict')) return { status: 'conflict', reason: e.message };
       throw e;
     }
+    const sql = await this.ready;
     const written = await this.writeMetadataFile(next, metadataFileVersion(current) + 1);
 
     let changed: number;
     try {
-      changed = this.sql.swap.run(written.uri, current, this.name, id.namespace.join('.'), id.name, current).changes;
+      changed = await this.driver.swap(sql.swap, [written.uri, current, this.name, id.namespace.join('.'), id.name, current]);
     } catch (e) {
-      if (isBusyError(e)) {
-        // SQLite gave up waiting for the write lock, so the UPDATE did not run.
+      const failure = e instanceof SwapFailure ? e : new SwapFailure('unknown', e);
+      if (failure.applied === false) {
+        // The UPDATE certainly did not happen (a lock wait gave up, the connection failed first).
         await this.deleteQuietly(written.uri);
-        throw sqlError(e, `committing ${formatTableIdentifier(id)}`, this.dbPath);
+        throw sqlError(failure.error, `committing ${formatTableIdentifier(id)}`, this.driver);
       }
       throw new TwinlakeError(
         'commit-state-unknown',
-        `sql catalog: the pointer update of ${formatTableIdentifier(id)} to ${written.uri} failed and may or may not have happened: ${errorMessage(e)}`,
+        `sql catalog: the pointer update of ${formatTableIdentifier(id)} to ${written.uri} failed and may or may not have happened: ${this.driver.clean(errorMessage(failure.error))}`,
         { table: formatTableIdentifier(id), metadataLocation: written.uri },
-        { cause: e },
+        { cause: failure.error },
       );
     }
     if (changed === 0) {
       await this.deleteQuietly(written.uri);
-      const now = this.pointer(id);
+      const now = await this.pointer(id);
       return {
         status: 'conflict',
         reason: `sql catalog: table ${formatTableIdentifier(id)} was changed by a concurrent commit: expected metadata ${current}, found ${now ?? 'no table'}`,
@@ -243,14 +289,16 @@ export class SqlCatalog implements Catalog {
 
   async dropTable(id: TableIdentifier, options: { purge?: boolean } = {}): Promise<void> {
     checkTableIdentifier(id);
-    const current = this.requirePointer(id);
+    this.requireWritable(`drop ${formatTableIdentifier(id)}`);
+    const current = await this.requirePointer(id);
     let purgePrefix: string | undefined;
     if (options.purge) {
       const metadata = await this.readMetadata(current, id).catch(() => undefined);
       const location = metadata?.location ?? current.replace(/\/metadata\/[^/]+$/, '');
       purgePrefix = this.keyOf(location) + '/';
     }
-    const changed = this.run(`dropping ${formatTableIdentifier(id)}`, () => this.sql.dropTable.run(this.name, id.namespace.join('.'), id.name).changes);
+    const sql = await this.ready;
+    const changed = await this.query(`dropping ${formatTableIdentifier(id)}`, () => this.driver.run(sql.dropTable, [this.name, id.namespace.join('.'), id.name]));
     if (changed === 0) throw notFound(`sql catalog: table ${formatTableIdentifier(id)} does not exist`, { table: formatTableIdentifier(id) });
     if (purgePrefix !== undefined) {
       // Everything under the table's folder: data, manifests, metadata, and the Delta log beside them.
@@ -261,41 +309,76 @@ export class SqlCatalog implements Catalog {
 
   // ---- internals
 
-  private run<T>(what: string, fn: () => T): T {
+  /**
+   * Creates the catalog tables unless they exist and picks the statements for the layout found.
+   * A read-only open of a database without them sees an empty catalog, as a SQLite file that does
+   * not exist does.
+   */
+  private async prepareTables(readOnly: boolean): Promise<CatalogStatements> {
+    return this.query('creating the catalog tables', async () => {
+      if (!(await this.driver.hasTables(CATALOG_TABLES))) {
+        if (readOnly) {
+          const where = this.driver.where;
+          await this.driver.close();
+          this.driver = new SqliteDriver(emptyCatalogDatabase(), where);
+          return catalogStatements(false);
+        }
+        await this.driver.createTables(CATALOG_DDL);
+      }
+      return catalogStatements(await this.driver.hasColumn('iceberg_tables', 'iceberg_type'));
+    });
+  }
+
+  /** A read-only open refuses every change before it writes a file (a metadata file would be an orphan). */
+  private requireWritable(what: string): void {
+    if (this.readOnly) throw new TwinlakeError('io', `sql catalog: ${this.dbPath} is open for reading only; cannot ${what}`, { dbPath: this.dbPath }, { retryable: false });
+  }
+
+  private sqlite<T>(what: string, fn: () => T): T {
     try {
       return fn();
     } catch (e) {
-      throw sqlError(e, what, this.dbPath);
+      throw sqlError(e, what, this.driver);
     }
   }
 
-  private allNamespaces(): string[] {
-    const rows = this.run('listing namespaces', () => this.sql.allNamespaces.all(this.name, this.name)) as { ns: string }[];
-    return rows.map((r) => r.ns);
+  private async query<T>(what: string, fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (e) {
+      throw sqlError(e, what, this.driver);
+    }
+  }
+
+  private async allNamespaces(r: SqlRunner): Promise<string[]> {
+    const sql = await this.ready;
+    const rows = await this.query('listing namespaces', () => r.all<{ ns: string }>(sql.allNamespaces, [this.name, this.name]));
+    return rows.map((row) => row.ns);
   }
 
   /** A namespace exists when it has properties or tables, or when a namespace below it does. */
-  private namespaceExistsNow(namespace: string[]): boolean {
+  private async namespaceExistsNow(r: SqlRunner, namespace: string[]): Promise<boolean> {
     const ns = namespace.join('.');
-    return this.allNamespaces().some((other) => other === ns || other.startsWith(ns + '.'));
+    return (await this.allNamespaces(r)).some((other) => other === ns || other.startsWith(ns + '.'));
   }
 
-  private requireNamespace(namespace: string[]): void {
+  private async requireNamespace(namespace: string[]): Promise<void> {
     checkNamespace(namespace);
-    if (!this.namespaceExistsNow(namespace)) {
+    if (!(await this.namespaceExistsNow(this.driver, namespace))) {
       throw notFound(`sql catalog: namespace ${namespace.join('.')} does not exist`, { namespace });
     }
   }
 
-  private pointer(id: TableIdentifier): string | undefined {
-    const row = this.run('reading a table', () => this.sql.getTable.get(this.name, id.namespace.join('.'), id.name)) as
-      | { metadata_location: string | null }
-      | undefined;
+  private async pointer(id: TableIdentifier): Promise<string | undefined> {
+    const sql = await this.ready;
+    const [row] = await this.query('reading a table', () =>
+      this.driver.all<{ metadata_location: string | null }>(sql.getTable, [this.name, id.namespace.join('.'), id.name]),
+    );
     return row?.metadata_location ?? undefined;
   }
 
-  private requirePointer(id: TableIdentifier): string {
-    const location = this.pointer(id);
+  private async requirePointer(id: TableIdentifier): Promise<string> {
+    const location = await this.pointer(id);
     if (location === undefined) {
       throw notFound(`sql catalog: table ${formatTableIdentifier(id)} does not exist`, { table: formatTableIdentifier(id) });
     }
@@ -378,7 +461,7 @@ export class SqlCatalog implements Catalog {
    */
   private async advanceVersionHint(id: TableIdentifier): Promise<void> {
     try {
-      let pointer = this.pointer(id);
+      let pointer = await this.pointer(id);
       for (let attempt = 0; attempt < 3; attempt++) {
         const version = pointer === undefined ? undefined : ownMetadataVersion(pointer);
         if (pointer === undefined || version === undefined) return;
@@ -391,7 +474,7 @@ export class SqlCatalog implements Catalog {
         await this.store.put(key, String(version));
         // The pointer still where it was: no concurrent commit can have written a newer hint
         // that ours overwrote, so there is nothing to read back.
-        const now = this.pointer(id);
+        const now = await this.pointer(id);
         if (now === pointer) return;
         pointer = now;
       }
@@ -413,7 +496,11 @@ export class SqlCatalog implements Catalog {
 }
 
 const EXISTS_PROPERTY = 'exists';
-const BUSY_TIMEOUT_MS = 10_000;
+const CATALOG_TABLES = ['iceberg_tables', 'iceberg_namespace_properties'];
+
+function byCodePoint(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
 
 /**
  * The version number of a metadata file name: `v12.metadata.json` (ours, Hadoop tables) or
@@ -443,23 +530,19 @@ function metadataFolder(metadata: TableMetadata): string {
 function openDatabase(dbPath: string): Database.Database {
   let db: Database.Database | undefined;
   try {
-    if (dbPath !== ':memory:') mkdirSync(nodePath.dirname(nodePath.resolve(dbPath)), { recursive: true });
-    db = new Database(dbPath, { timeout: BUSY_TIMEOUT_MS });
-    // WAL lets readers in other processes (Spark, PyIceberg, a second twinlake) work during a commit.
-    db.pragma('journal_mode = WAL');
-    db.pragma('synchronous = FULL');
-    createCatalogTables(db);
+    db = SqliteDriver.open(dbPath).db;
+    db.exec(CATALOG_DDL.join(';\n'));
     return db;
   } catch (e) {
     db?.close();
-    throw sqlError(e, 'opening the catalog database', dbPath);
+    throw sqlError(e, 'opening the catalog database', { where: dbPath, dialect: 'sqlite', clean: (m) => m });
   }
 }
 
 /** A catalog without tables: what a read-only open of a warehouse without a catalog file sees. */
 function emptyCatalogDatabase(): Database.Database {
   const db = new Database(':memory:');
-  createCatalogTables(db);
+  db.exec(CATALOG_DDL.join(';\n'));
   return db;
 }
 
@@ -483,7 +566,7 @@ export function openReadOnlyDatabase(dbPath: string, tables: string[]): Database
   } catch (e) {
     db?.close();
     // CANTOPEN on a read-only mount, READONLY_DIRECTORY in a folder this user may not write.
-    if (!/^SQLITE_(CANTOPEN|READONLY)/.test(sqliteCode(e)) || walHasFrames(dbPath)) throw sqlError(e, 'opening the catalog database for reading', dbPath);
+    if (!/^SQLITE_(CANTOPEN|READONLY)/.test(sqliteCode(e)) || walHasFrames(dbPath)) throw sqlError(e, 'opening the catalog database for reading', { where: dbPath, dialect: 'sqlite', clean: (m) => m });
   }
   try {
     const copy = consistentCopy(dbPath);
@@ -493,7 +576,7 @@ export function openReadOnlyDatabase(dbPath: string, tables: string[]): Database
     memory.close();
     return undefined;
   } catch (e) {
-    throw sqlError(e, 'opening the catalog database for reading', dbPath);
+    throw sqlError(e, 'opening the catalog database for reading', { where: dbPath, dialect: 'sqlite', clean: (m) => m });
   }
 }
 
@@ -538,51 +621,49 @@ function consistentCopy(dbPath: string): Buffer {
   }
 }
 
-/** The DDL of Iceberg's JdbcUtil (V0) and PyIceberg's SqlCatalog models. */
-function createCatalogTables(db: Database.Database): void {
-  db.exec(`
-    CREATE TABLE IF NOT EXISTS iceberg_tables (
+/** The DDL of Iceberg's JdbcUtil (V0) and PyIceberg's SqlCatalog models; SQLite and PostgreSQL read it alike. */
+const CATALOG_DDL = [
+  `CREATE TABLE IF NOT EXISTS iceberg_tables (
       catalog_name VARCHAR(255) NOT NULL,
       table_namespace VARCHAR(255) NOT NULL,
       table_name VARCHAR(255) NOT NULL,
       metadata_location VARCHAR(1000),
       previous_metadata_location VARCHAR(1000),
       PRIMARY KEY (catalog_name, table_namespace, table_name)
-    );
-    CREATE TABLE IF NOT EXISTS iceberg_namespace_properties (
+    )`,
+  `CREATE TABLE IF NOT EXISTS iceberg_namespace_properties (
       catalog_name VARCHAR(255) NOT NULL,
       namespace VARCHAR(255) NOT NULL,
       property_key VARCHAR(255),
       property_value VARCHAR(1000),
       PRIMARY KEY (catalog_name, namespace, property_key)
-    );
-  `);
+    )`,
+];
+
+function sqliteHasColumn(db: Database.Database, table: string, column: string): boolean {
+  return db.prepare(`SELECT 1 FROM pragma_table_info(?) WHERE name = ?`).get(table, column) !== undefined;
 }
 
-function prepare(db: Database.Database) {
-  const hasType = db.prepare(`SELECT 1 FROM pragma_table_info('iceberg_tables') WHERE name = 'iceberg_type'`).get() !== undefined;
+type CatalogStatements = ReturnType<typeof catalogStatements>;
+
+/** Every statement of the catalog, in SQL both databases run (placeholders are `?`). */
+function catalogStatements(hasType: boolean) {
   // In Java's V1 schema NULL means a table written before views existed.
   const onlyTables = hasType ? ` AND (iceberg_type = 'TABLE' OR iceberg_type IS NULL)` : '';
   const key = 'catalog_name = ? AND table_namespace = ? AND table_name = ?';
   return {
-    getTable: db.prepare(`SELECT metadata_location FROM iceberg_tables WHERE ${key}${onlyTables}`),
-    listTables: db.prepare(`SELECT table_name FROM iceberg_tables WHERE catalog_name = ? AND table_namespace = ?${onlyTables} ORDER BY table_name`),
-    insertTable: db.prepare(
-      hasType
-        ? `INSERT INTO iceberg_tables (catalog_name, table_namespace, table_name, metadata_location, previous_metadata_location, iceberg_type) VALUES (?, ?, ?, ?, NULL, 'TABLE')`
-        : `INSERT INTO iceberg_tables (catalog_name, table_namespace, table_name, metadata_location, previous_metadata_location) VALUES (?, ?, ?, ?, NULL)`,
-    ),
-    swap: db.prepare(
-      `UPDATE iceberg_tables SET metadata_location = ?, previous_metadata_location = ? WHERE ${key} AND metadata_location = ?${onlyTables}`,
-    ),
-    dropTable: db.prepare(`DELETE FROM iceberg_tables WHERE ${key}${onlyTables}`),
-    countInNamespace: db.prepare(`SELECT COUNT(*) AS n FROM iceberg_tables WHERE catalog_name = ? AND table_namespace = ?`),
-    allNamespaces: db.prepare(
-      `SELECT table_namespace AS ns FROM iceberg_tables WHERE catalog_name = ? UNION SELECT namespace AS ns FROM iceberg_namespace_properties WHERE catalog_name = ?`,
-    ),
-    properties: db.prepare(`SELECT property_key, property_value FROM iceberg_namespace_properties WHERE catalog_name = ? AND namespace = ?`),
-    insertProperty: db.prepare(`INSERT INTO iceberg_namespace_properties (catalog_name, namespace, property_key, property_value) VALUES (?, ?, ?, ?)`),
-    deleteNamespace: db.prepare(`DELETE FROM iceberg_namespace_properties WHERE catalog_name = ? AND namespace = ?`),
+    getTable: `SELECT metadata_location FROM iceberg_tables WHERE ${key}${onlyTables}`,
+    listTables: `SELECT table_name FROM iceberg_tables WHERE catalog_name = ? AND table_namespace = ?${onlyTables}`,
+    insertTable: hasType
+      ? `INSERT INTO iceberg_tables (catalog_name, table_namespace, table_name, metadata_location, previous_metadata_location, iceberg_type) VALUES (?, ?, ?, ?, NULL, 'TABLE')`
+      : `INSERT INTO iceberg_tables (catalog_name, table_namespace, table_name, metadata_location, previous_metadata_location) VALUES (?, ?, ?, ?, NULL)`,
+    swap: `UPDATE iceberg_tables SET metadata_location = ?, previous_metadata_location = ? WHERE ${key} AND metadata_location = ?${onlyTables}`,
+    dropTable: `DELETE FROM iceberg_tables WHERE ${key}${onlyTables}`,
+    countInNamespace: `SELECT COUNT(*) AS n FROM iceberg_tables WHERE catalog_name = ? AND table_namespace = ?`,
+    allNamespaces: `SELECT table_namespace AS ns FROM iceberg_tables WHERE catalog_name = ? UNION SELECT namespace AS ns FROM iceberg_namespace_properties WHERE catalog_name = ?`,
+    properties: `SELECT property_key, property_value FROM iceberg_namespace_properties WHERE catalog_name = ? AND namespace = ?`,
+    insertProperty: `INSERT INTO iceberg_namespace_properties (catalog_name, namespace, property_key, property_value) VALUES (?, ?, ?, ?)`,
+    deleteNamespace: `DELETE FROM iceberg_namespace_properties WHERE catalog_name = ? AND namespace = ?`,
   };
 }
 
@@ -591,28 +672,39 @@ function alreadyExists(id: TableIdentifier): TwinlakeError {
 }
 
 function sqliteCode(e: unknown): string {
-  const code = (e as { code?: unknown } | null)?.code;
-  return typeof code === 'string' ? code : '';
-}
-
-function isConstraintError(e: unknown): boolean {
-  const cause = e instanceof TwinlakeError ? e.cause : e;
-  return sqliteCode(cause).startsWith('SQLITE_CONSTRAINT');
+  return errorCode(e);
 }
 
 function isBusyError(e: unknown): boolean {
   return /^SQLITE_(BUSY|LOCKED)/.test(sqliteCode(e));
 }
 
-function sqlError(e: unknown, what: string, dbPath: string): unknown {
+/** A database failure as a TwinlakeError naming the database (never a password) and what was under way. */
+export function sqlError(e: unknown, what: string, db: Pick<SqlDriver, 'where' | 'dialect' | 'clean'>): unknown {
   if (e instanceof TwinlakeError || isConstraintError(e)) return e;
-  const code = sqliteCode(e);
+  const where = db.where;
+  const code = errorCode(e);
+  const message = db.clean(errorMessage(e));
+  if (db.dialect === 'postgresql') {
+    // SQLSTATE classes: 25 read-only transaction, 42501 no privilege, 40 rolled back (serialization, deadlock), 08 and
+    // Node's E* codes: the connection failed.
+    if (code === '25006' || code === '42501') {
+      return new TwinlakeError('io', `sql catalog: cannot write to ${where} while ${what}: ${message} (${code})`, { uri: where, code }, { cause: e, retryable: false });
+    }
+    if (code.startsWith('40') || code === '55P03' || code === '57014') {
+      return new TwinlakeError('io', `sql catalog: ${where} gave up ${what}: ${message} (${code}); try again`, { uri: where, code }, { cause: e, retryable: true });
+    }
+    if (isConnectionError(e)) {
+      return new TwinlakeError('io', `catalog: lost the connection to ${where} while ${what} (${message || code})`, { uri: where, code }, { cause: e, retryable: true });
+    }
+    return new TwinlakeError('io', `sql catalog: ${what} in ${where} failed: ${message} (${code})`, { uri: where, code }, { cause: e });
+  }
   if (isBusyError(e)) {
-    return new TwinlakeError('io', `sql catalog: ${dbPath} stayed locked by another connection for ${BUSY_TIMEOUT_MS / 1000} s while ${what}`, { dbPath, code }, { cause: e, retryable: true });
+    return new TwinlakeError('io', `sql catalog: ${where} stayed locked by another connection for ${BUSY_TIMEOUT_MS / 1000} s while ${what}`, { dbPath: where, code }, { cause: e, retryable: true });
   }
   // SQLite reports its own codes; creating the folder beforehand reports Node's.
   if (/^SQLITE_(READONLY|CANTOPEN|PERM|AUTH)/.test(code) || /^(EACCES|EROFS|EPERM|ENOTDIR|EEXIST)$/.test(code)) {
-    return new TwinlakeError('io', `sql catalog: cannot use ${dbPath} while ${what}: the file or its folder is not writable (${code || errorMessage(e)})`, { dbPath, code }, { cause: e, retryable: false });
+    return new TwinlakeError('io', `sql catalog: cannot use ${where} while ${what}: the file or its folder is not writable (${code || message})`, { dbPath: where, code }, { cause: e, retryable: false });
   }
-  return new TwinlakeError('io', `sql catalog: ${what} in ${dbPath} failed: ${errorMessage(e)}`, { dbPath, code }, { cause: e });
+  return new TwinlakeError('io', `sql catalog: ${what} in ${where} failed: ${message}`, { dbPath: where, code }, { cause: e });
 }

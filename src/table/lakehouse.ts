@@ -27,7 +27,7 @@ export interface LakehouseOptions {
   warehouse?: string;
   /** A catalog to use instead of the embedded SQLite catalog at `<warehouse>/catalog.db`. */
   catalog?: Catalog;
-  /** With `catalog`: the registry of its Delta-only tables (openCatalog gives one); closed with the Lakehouse. */
+  /** Where Delta-only tables are registered, beside `catalog` (see openSqlCatalog); the caller closes both. */
   deltaRegistry?: DeltaRegistry;
   /** Receives warnings (e.g. a Delta commit that will be repaired later). Default: stderr. */
   onWarning?: (message: string) => void;
@@ -147,7 +147,7 @@ export class Lakehouse {
       }
     };
     await visit();
-    for (const t of this.deltaRegistry?.list() ?? []) out.push([...t.namespace, t.name].join('.'));
+    for (const t of (await this.deltaRegistry?.list()) ?? []) out.push([...t.namespace, t.name].join('.'));
     return [...new Set(out)].sort();
   }
 
@@ -250,6 +250,6 @@ export class Lakehouse {
     for (const untrack of this.untrackSession) untrack();
     this.untrackSession = [];
     if (this.ownsCatalog) await (this.catalog as { close?: () => Promise<void> | void }).close?.();
-    this.deltaRegistry?.close();
+    if (this.ownsCatalog) await this.deltaRegistry?.close();
   }
 }

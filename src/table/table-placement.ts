@@ -25,11 +25,11 @@ export async function checkPlacement(ctx: Pick<TableContext, 'catalog' | 'deltaR
 }
 
 async function exists(ctx: Pick<TableContext, 'catalog' | 'deltaRegistry'>, id: TableIdentifier): Promise<boolean> {
-  return ctx.deltaRegistry?.location(id) !== undefined || (await ctx.catalog.tableExists(id));
+  return (await ctx.deltaRegistry?.location(id)) !== undefined || (await ctx.catalog.tableExists(id));
 }
 
 async function firstTableUnder(ctx: Pick<TableContext, 'catalog' | 'deltaRegistry'>, namespace: string[]): Promise<string | undefined> {
-  for (const t of ctx.deltaRegistry?.list() ?? []) {
+  for (const t of (await ctx.deltaRegistry?.list()) ?? []) {
     if (t.namespace.length >= namespace.length && namespace.every((l, i) => t.namespace[i] === l)) return identString(t);
   }
   if (!(await ctx.catalog.namespaceExists(namespace))) return undefined;

@@ -100,7 +100,7 @@ export class Table {
   }
 
   async write(input: WriteInput, opts: WriteOptions = {}): Promise<WriteResult> {
-    const deltaLocation = this.deltaOnlyLocation();
+    const deltaLocation = await this.deltaOnlyLocation();
     if (deltaLocation) {
       await this.checkOptionsOfExisting(opts);
       return writeDeltaOnly(this.ctx, deltaLocation, input, opts);
@@ -113,7 +113,7 @@ export class Table {
       const registry = this.ctx.deltaRegistry;
       if (!registry) throw unsupported(`table ${this.name}: this catalog cannot hold Delta-only tables`);
       const result = await writeDeltaOnly(this.ctx, this.ctx.location, input, opts);
-      registry.register(this.ctx.ident, this.ctx.location);
+      await registry.register(this.ctx.ident, this.ctx.location);
       return result;
     }
     return writeTable(this.ctx, input, opts);
@@ -125,7 +125,7 @@ export class Table {
    * a key wins (or the greatest `orderBy`).
    */
   async merge(input: WriteInput, opts: MergeOptions): Promise<MergeResult> {
-    if (this.deltaOnlyLocation()) throw unsupported(`table ${this.name}: merging into a Delta-only table is not supported`);
+    if (await this.deltaOnlyLocation()) throw unsupported(`table ${this.name}: merging into a Delta-only table is not supported`);
     if (await this.ctx.catalog.tableExists(this.ctx.ident)) await this.checkOptionsOfExisting(opts);
     else await checkPlacement(this.ctx);
     return mergeTable(this.ctx, input, opts);
@@ -135,14 +135,14 @@ export class Table {
    * Adds existing Parquet files below the table's location (paths or globs) to both formats
    * without rewriting them: schema, field IDs (or names) and statistics come from their footers.
    */
-  addFiles(paths: readonly string[], opts: AddFilesOptions = {}): Promise<AddFilesResult> {
-    if (this.deltaOnlyLocation()) throw unsupported(`table ${this.name}: adding files to a Delta-only table is not supported`);
+  async addFiles(paths: readonly string[], opts: AddFilesOptions = {}): Promise<AddFilesResult> {
+    if (await this.deltaOnlyLocation()) throw unsupported(`table ${this.name}: adding files to a Delta-only table is not supported`);
     return addFiles(this.ctx, paths, opts);
   }
 
   /** Deletes the rows matching a filter, e.g. `region = 'us' AND ts < '2020-01-01'`. */
-  delete(where: string, opts: DeleteOptions = {}): Promise<MergeResult> {
-    if (this.deltaOnlyLocation()) throw unsupported(`table ${this.name}: deleting from a Delta-only table is not supported`);
+  async delete(where: string, opts: DeleteOptions = {}): Promise<MergeResult> {
+    if (await this.deltaOnlyLocation()) throw unsupported(`table ${this.name}: deleting from a Delta-only table is not supported`);
     return deleteRows(this.ctx, where, opts);
   }
 
@@ -168,7 +168,7 @@ export class Table {
    * remove some of its rows: exactly what another engine must read to see the table's rows.
    */
   async files(opts: Omit<ReadOptions, 'limit' | 'where'> = {}): Promise<LiveFiles> {
-    const deltaLocation = this.deltaOnlyLocation();
+    const deltaLocation = await this.deltaOnlyLocation();
     if (deltaLocation) {
       if (opts.format === 'iceberg') throw invalidInput(`table ${this.name} keeps only the Delta format; list its files with --format delta`);
       return listLiveFiles({ io: this.ctx.io, location: deltaLocation, iceberg: async () => undefined }, 'delta', opts);
@@ -181,7 +181,7 @@ export class Table {
   /** Formats and properties given to a write of an existing table must be the ones it has. */
   private async checkOptionsOfExisting(opts: Pick<WriteOptions, 'formats' | 'properties'>): Promise<void> {
     if (opts.formats === undefined && opts.properties === undefined) return;
-    const deltaLocation = this.deltaOnlyLocation();
+    const deltaLocation = await this.deltaOnlyLocation();
     if (deltaLocation) {
       const { store, key } = this.ctx.io.storeAt(deltaLocation);
       const snap = await readDeltaSnapshot(store, key, {});
@@ -207,7 +207,7 @@ export class Table {
    * fixes what Iceberg determines and reports what it did.
    */
   async verify(opts: VerifyOptions = {}): Promise<VerifyResult> {
-    const deltaLocation = this.deltaOnlyLocation();
+    const deltaLocation = await this.deltaOnlyLocation();
     const subject = deltaLocation
       ? { ctx: this.ctx, location: deltaLocation, delta: true }
       : catalogSubject(this.ctx, await this.ctx.catalog.loadTable(this.ctx.ident));
@@ -221,11 +221,11 @@ export class Table {
   }
 
   async exists(): Promise<boolean> {
-    return this.deltaOnlyLocation() !== undefined || this.ctx.catalog.tableExists(this.ctx.ident);
+    return (await this.deltaOnlyLocation()) !== undefined || this.ctx.catalog.tableExists(this.ctx.ident);
   }
 
   /** The location of this table when it is a Delta-only table. */
-  private deltaOnlyLocation(): string | undefined {
+  private async deltaOnlyLocation(): Promise<string | undefined> {
     return this.ctx.deltaRegistry?.location(this.ctx.ident);
   }
 
@@ -236,7 +236,7 @@ export class Table {
 
   /** Plans a read: the files and schema of the chosen version, through the chosen format. */
   async plan(opts: ReadOptions = {}): Promise<ReadPlan> {
-    const deltaLocation = this.deltaOnlyLocation();
+    const deltaLocation = await this.deltaOnlyLocation();
     if (deltaLocation) {
       if (opts.format === 'iceberg') throw invalidInput(`table ${this.name} keeps only the Delta format; read it with --format delta`);
       return planRead({ io: this.ctx.io, location: deltaLocation, iceberg: async () => undefined }, 'delta', opts);
@@ -271,19 +271,19 @@ export class Table {
   }
 
   async schema(): Promise<Schema> {
-    if (this.deltaOnlyLocation()) return (await this.plan({ format: 'delta' })).task.schema;
+    if (await this.deltaOnlyLocation()) return (await this.plan({ format: 'delta' })).task.schema;
     return currentSchema(await this.metadata());
   }
 
   /** Snapshots of the main branch (Delta versions for a Delta-only table), newest first. */
   async history(): Promise<HistoryEntry[]> {
-    const deltaLocation = this.deltaOnlyLocation();
+    const deltaLocation = await this.deltaOnlyLocation();
     if (deltaLocation) return deltaTableHistory(this.ctx.io, deltaLocation);
     return icebergHistory(await this.metadata());
   }
 
   async describe(): Promise<TableDescription> {
-    const deltaLocation = this.deltaOnlyLocation();
+    const deltaLocation = await this.deltaOnlyLocation();
     if (deltaLocation) return describeDelta(this.name, this.ctx.io, deltaLocation);
     const metadata = await this.metadata();
     return describeIceberg(this.name, this.ctx.io, metadata, tableFormats(metadata.properties));

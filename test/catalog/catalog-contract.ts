@@ -122,7 +122,8 @@ export function catalogContract(name: string, make: () => Promise<CatalogUnderTe
       });
 
       it('names the missing namespace in not-found errors', async () => {
-        for (const call of [catalog.loadNamespaceProperties(['ghost']), catalog.listTables(['ghost']), catalog.listNamespaces(['ghost']), catalog.dropNamespace(['ghost'])]) {
+        // Each call starts when awaited: a catalog over the network rejects the others meanwhile.
+        for (const call of [() => catalog.loadNamespaceProperties(['ghost']), () => catalog.listTables(['ghost']), () => catalog.listNamespaces(['ghost']), () => catalog.dropNamespace(['ghost'])]) {
           const e = await errorOf(call);
           expect(e.kind).toBe('not-found');
           expect(e.message).toContain('ghost');
@@ -218,9 +219,9 @@ export function catalogContract(name: string, make: () => Promise<CatalogUnderTe
 
       it('names the missing table in not-found errors', async () => {
         for (const call of [
-          catalog.loadTable(id(['ns'], 'ghost')),
-          catalog.dropTable(id(['ns'], 'ghost')),
-          catalog.commitTable(id(['ns'], 'ghost'), { requirements: [], updates: [{ action: 'set-properties', updates: { a: 'b' } }] }),
+          () => catalog.loadTable(id(['ns'], 'ghost')),
+          () => catalog.dropTable(id(['ns'], 'ghost')),
+          () => catalog.commitTable(id(['ns'], 'ghost'), { requirements: [], updates: [{ action: 'set-properties', updates: { a: 'b' } }] }),
         ]) {
           const e = await errorOf(call);
           expect(e.kind).toBe('not-found');

@@ -60,7 +60,7 @@ export async function alterTable(ctx: TableContext, opts: AlterOptions): Promise
     if (key in set && unset.includes(key)) throw invalidInput(`alter ${name}: property ${key} is both set and unset`);
   }
   const wanted = opts.formats !== undefined ? parseFormats(opts.formats) : undefined;
-  const deltaLocation = ctx.deltaRegistry?.location(ctx.ident);
+  const deltaLocation = await ctx.deltaRegistry?.location(ctx.ident);
   if (deltaLocation) return alterDeltaOnly(ctx, deltaLocation, set, unset, wanted);
 
   const log = warningLog(ctx);

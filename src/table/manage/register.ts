@@ -52,7 +52,7 @@ export interface RegisterResult {
 export async function registerTable(ctx: TableContext, metadataFile: string): Promise<RegisterResult> {
   const name = identString(ctx.ident);
   const what = `register ${name}`;
-  if (ctx.deltaRegistry?.location(ctx.ident) !== undefined || (await ctx.catalog.tableExists(ctx.ident))) {
+  if ((await ctx.deltaRegistry?.location(ctx.ident)) !== undefined || (await ctx.catalog.tableExists(ctx.ident))) {
     throw new TwinlakeError('already-exists', `${what}: the table already exists`, { table: name });
   }
   const registered = isUri(metadataFile) ? metadataFile : fileUri(resolve(metadataFile));
