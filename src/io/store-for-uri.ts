@@ -65,7 +65,7 @@ export function storeForLocation(uri: string, storage: StorageOptions = {}): { s
       throw invalidInput(`storage: expected an Azure container name (3 to 63 lower-case letters, digits or single '-'), found ${JSON.stringify(container)} in ${JSON.stringify(uri)}`);
     }
     if (!storage.azure) {
-      throw invalidInput(`storage: ${JSON.stringify(uri)} is an Azure Blob location but no Azure settings were given (account, and a connection string, account key or SAS token)`, { uri });
+      throw invalidInput(`storage: ${JSON.stringify(uri)} is an Azure Blob location but no Azure settings were given (the account, and a connection string, account key, SAS token or service principal, or none for the default chain of @azure/identity)`, { uri });
     }
     if (account === undefined) {
       throw invalidInput(`storage: ${JSON.stringify(uri)} names no storage account and the Azure settings give none`, { uri });
