@@ -300,18 +300,22 @@ export class S3Store implements ObjectStore {
     const where = key === '' ? `bucket ${JSON.stringify(this.bucket)}` : this.uri(key);
     if (code === 'NoSuchKey') return this.missing(key);
     if (code === 'NoSuchBucket') return this.noBucket(action, key);
-    if (code === 'PermanentRedirect' || status === 301) {
-      // S3 names the bucket's region in the x-amz-bucket-region header of the redirect.
-      const region = (e as { $response?: { headers?: Record<string, string> } }).$response?.headers?.['x-amz-bucket-region'];
+    if (code === 'PermanentRedirect' || status === 301 || code === 'AuthorizationHeaderMalformed' && bucketRegion(e) !== undefined) {
+      const region = bucketRegion(e);
       const where = region ? `is in region ${region}` : 'is in another region';
-      return io(`bucket ${JSON.stringify(this.bucket)} ${where}, not ${this.options.region}: set the S3 region${region ? ` to ${region}` : ''} (${action}: PermanentRedirect)`, false);
+      return io(`bucket ${JSON.stringify(this.bucket)} ${where}, not ${this.options.region}: set the S3 region${region ? ` to ${region}` : ''} (${action}: ${code === 'AuthorizationHeaderMalformed' ? code : 'PermanentRedirect'})`, false);
     }
     if (code === 'AccessDenied' || code === 'AllAccessDisabled' || status === 403 && !CREDENTIAL_CODES.has(code)) {
       return io(`access denied to ${action} on ${where}: the credentials need the ${PERMISSION[action]} permission (${detail})`, false);
     }
     if (CREDENTIAL_CODES.has(code)) return io(`the endpoint${this.at()} rejected the credentials for ${action} on ${where} (${detail})`, false);
     if (code === 'CredentialsProviderError') {
-      return io(`no credentials for ${action} on ${where}: set an access key in the storage settings, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or a profile (${detail})`, false);
+      // Where the SDK's default chain looks, in its order; the message must tell the user which
+      // setting to add, not echo anything found.
+      return io(
+        `no credentials for ${action} on ${where}: set an access key in the storage settings, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or a profile (credential.accessKeyId and credential.secretAccessKey, optional sessionToken; or AWS_PROFILE naming a profile). The SDK's default chain looked in the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN), SSO, the shared files ${process.env.AWS_SHARED_CREDENTIALS_FILE ?? '~/.aws/credentials'} and ${process.env.AWS_CONFIG_FILE ?? '~/.aws/config'}, a web identity token (AWS_WEB_IDENTITY_TOKEN_FILE), credential_process, and the container and EC2 instance metadata endpoints${process.env.AWS_EC2_METADATA_DISABLED === 'true' ? ' (disabled by AWS_EC2_METADATA_DISABLED)' : ''}`,
+        false,
+      );
     }
     const sysCode = (e as { code?: unknown }).code;
     if (typeof sysCode === 'string' && NETWORK_CODES.has(sysCode) || code === 'TimeoutError') {
@@ -339,6 +343,20 @@ const PERMISSION: Record<S3Action, string> = {
 
 const CREDENTIAL_CODES = new Set(['InvalidAccessKeyId', 'SignatureDoesNotMatch', 'ExpiredToken', 'InvalidToken']);
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH']);
+
+/**
+ * The region S3 says a bucket is in: the x-amz-bucket-region header of the redirect (the only
+ * place a HEAD answer has), else the error body's Region (AuthorizationHeaderMalformed) or the
+ * regional endpoint it names (`bucket.s3.eu-west-2.amazonaws.com`).
+ */
+function bucketRegion(e: unknown): string | undefined {
+  const err = e as { $response?: { headers?: Record<string, string> }; Region?: unknown; Endpoint?: unknown } | null;
+  const header = err?.$response?.headers?.['x-amz-bucket-region'];
+  if (header) return header;
+  if (typeof err?.Region === 'string' && err.Region !== '') return err.Region;
+  const endpoint = typeof err?.Endpoint === 'string' ? /(?:^|\.)s3[.-]([a-z]{2}(?:-[a-z]+)+-\d)\.amazonaws\.com/.exec(err.Endpoint)?.[1] : undefined;
+  return endpoint;
+}
 
 /** The S3 error code (`NoSuchKey`, `PreconditionFailed`): the SDK puts it in the error's name. */
 function errorCode(e: unknown): string {

@@ -141,6 +141,9 @@ describe.skipIf(skip)(`S3Store on RADOS Gateway${skip ? ` (skipped: ${missing})`
     expect(put.message).toMatch(new RegExp(`^s3 store: access denied to PutObject on s3://${bucket}/t/y.json: the credentials need the s3:PutObject permission \\(AccessDenied, HTTP 403`));
     expect((await errorOf(other.get('t/x.json'))).message).toMatch(/GetObject on .* s3:GetObject permission \(AccessDenied/);
     expect((await errorOf(collect(other.list('t/')))).message).toMatch(/ListObjectsV2 on .* s3:ListBucket permission \(AccessDenied/);
+    expect((await errorOf(other.delete('t/x.json'))).message).toMatch(new RegExp(`^s3 store: access denied to DeleteObject on s3://${bucket}/t/x.json: the credentials need the s3:DeleteObject permission \\(AccessDenied`));
+    // HEAD has no body to name the error: the 403 alone still names the permission.
+    expect((await errorOf(other.head('t/x.json'))).message).toMatch(new RegExp(`^s3 store: access denied to HeadObject on s3://${bucket}/t/x.json: the credentials need the s3:GetObject permission`));
   });
 
   it('says the endpoint rejected the credentials when the secret is wrong', async () => {
@@ -149,6 +152,36 @@ describe.skipIf(skip)(`S3Store on RADOS Gateway${skip ? ` (skipped: ${missing})`
     const e = await errorOf(wrong.put('x', 'x'));
     expect(e.kind).toBe('io');
     expect(e.message).toMatch(new RegExp(`^s3 store: the endpoint at ${rgw.endpoint} rejected the credentials for PutObject on s3://${bucket}/x \\(SignatureDoesNotMatch, HTTP 403`));
+    expect(e.message).not.toContain('not-the-secret');
+  });
+
+  it('uses the SDK default chain when the settings give no keys (here: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)', async () => {
+    const bucket = await newBucket();
+    const saved = { ...process.env };
+    const dir = tempDir();
+    try {
+      for (const k of Object.keys(process.env)) if (k.startsWith('AWS_')) delete process.env[k];
+      Object.assign(process.env, {
+        HOME: dir.path,
+        AWS_EC2_METADATA_DISABLED: 'true',
+        AWS_CONFIG_FILE: join(dir.path, 'none'),
+        AWS_SHARED_CREDENTIALS_FILE: join(dir.path, 'none'),
+        AWS_ACCESS_KEY_ID: rgw.accessKeyId,
+        AWS_SECRET_ACCESS_KEY: rgw.secretAccessKey,
+      });
+      const { credentials: _, ...withoutKeys } = options;
+      const store = storeAt(bucket, 'wh', withoutKeys);
+      expect(await store.putIfAbsent('t/a.json', 'from the environment')).toBe(true);
+      expect(text(await store.get('t/a.json'))).toBe('from the environment');
+      // The keys really came from the environment: another user's keys there are another user.
+      process.env.AWS_ACCESS_KEY_ID = rgw.addUser('env-other').accessKeyId;
+      process.env.AWS_SECRET_ACCESS_KEY = 'env-other-secret-0123456789';
+      const other = storeAt(bucket, 'wh', { ...withoutKeys });
+      expect((await errorOf(other.get('t/a.json'))).message).toMatch(/access denied to GetObject .* s3:GetObject permission/);
+    } finally {
+      process.env = saved;
+      dir.cleanup();
+    }
   });
 });
 
@@ -180,6 +213,50 @@ describe('S3Store errors without a server', () => {
         expect(e.retryable).toBe(false);
         expect(e.message).toMatch(/^s3 store: bucket "lake" is in region eu-west-2, not us-east-1: set the S3 region to eu-west-2 \((PutObject|HeadObject|GetObject): PermanentRedirect\)$/);
       }
+    } finally {
+      server.close();
+    }
+  });
+
+  it('says where the default chain looked and which settings to add when it finds no credentials', async () => {
+    const saved = { ...process.env };
+    const dir = tempDir();
+    try {
+      for (const k of Object.keys(process.env)) if (k.startsWith('AWS_')) delete process.env[k];
+      const files = { credentials: join(dir.path, 'no-credentials'), config: join(dir.path, 'no-config') };
+      Object.assign(process.env, { HOME: dir.path, AWS_EC2_METADATA_DISABLED: 'true', AWS_CONFIG_FILE: files.config, AWS_SHARED_CREDENTIALS_FILE: files.credentials });
+      const store = new S3Store({ root: 's3://lake', bucket: 'lake', prefix: '' }, { region: 'us-east-1', endpoint: 'http://127.0.0.1:1', forcePathStyle: true, maxAttempts: 1 });
+      const e = await errorOf(store.get('k'));
+      expect(e.kind).toBe('io');
+      expect(e.retryable).toBe(false);
+      expect(e.message).toBe(
+        `s3 store: no credentials for GetObject on s3://lake/k: set an access key in the storage settings, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or a profile (credential.accessKeyId and credential.secretAccessKey, optional sessionToken; or AWS_PROFILE naming a profile). The SDK's default chain looked in the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN), SSO, the shared files ${files.credentials} and ${files.config}, a web identity token (AWS_WEB_IDENTITY_TOKEN_FILE), credential_process, and the container and EC2 instance metadata endpoints (disabled by AWS_EC2_METADATA_DISABLED)`,
+      );
+    } finally {
+      process.env = saved;
+      dir.cleanup();
+    }
+  });
+
+  it('names the region from the error body when the answer has no x-amz-bucket-region header (a loopback test double)', async () => {
+    // A test double, not an S3 emulator: PUT gets the 301 S3 sends, without the header; GET gets
+    // the 400 AuthorizationHeaderMalformed S3 answers a request signed for the wrong region.
+    const server = createServer((req, res) => {
+      req.resume();
+      if (req.method === 'PUT') {
+        res.writeHead(301, { 'content-type': 'application/xml' });
+        res.end('<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>PermanentRedirect</Code><Message>The bucket you are attempting to access must be addressed using the specified endpoint. Please send all future requests to this endpoint.</Message><Endpoint>lake.s3.ap-southeast-2.amazonaws.com</Endpoint><Bucket>lake</Bucket></Error>');
+      } else {
+        res.writeHead(400, { 'content-type': 'application/xml' });
+        res.end("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>AuthorizationHeaderMalformed</Code><Message>The authorization header is malformed; the region 'us-east-1' is wrong; expecting 'ap-southeast-2'</Message><Region>ap-southeast-2</Region></Error>");
+      }
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const port = (server.address() as { port: number }).port;
+      const store = new S3Store({ root: 's3://lake', bucket: 'lake', prefix: '' }, { region: 'us-east-1', endpoint: `http://127.0.0.1:${port}`, forcePathStyle: true, maxAttempts: 1, credentials: { accessKeyId: 'a', secretAccessKey: 'b' } });
+      expect((await errorOf(store.put('k', 'x'))).message).toBe('s3 store: bucket "lake" is in region ap-southeast-2, not us-east-1: set the S3 region to ap-southeast-2 (PutObject: PermanentRedirect)');
+      expect((await errorOf(store.get('k'))).message).toBe('s3 store: bucket "lake" is in region ap-southeast-2, not us-east-1: set the S3 region to ap-southeast-2 (GetObject: AuthorizationHeaderMalformed)');
     } finally {
       server.close();
     }
