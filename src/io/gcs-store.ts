@@ -22,6 +22,8 @@ export interface GcsOptions {
    */
   apiEndpoint?: string;
   useAuthWithCustomEndpoint?: boolean;
+  /** The Google Cloud universe (default `googleapis.com`; a Trusted Partner Cloud names its own, as its keys do). */
+  universeDomain?: string;
   /** Attempts per request, first one included (the SDK's default: 4); 1 turns retries off. */
   maxAttempts?: number;
   /** Milliseconds before one HTTP request is abandoned (the SDK's default: 60000). */
@@ -51,6 +53,7 @@ function clientFor(options: GcsOptions): Promise<Storage> {
           credentials: options.credentials,
           apiEndpoint: options.apiEndpoint,
           useAuthWithCustomEndpoint: options.useAuthWithCustomEndpoint,
+          universeDomain: options.universeDomain,
           timeout: options.timeout,
           // The SDK reads maxRetries 0 as "unset" (its default, 3): one attempt is autoRetry off.
           retryOptions: options.maxAttempts === undefined ? undefined : options.maxAttempts <= 1 ? { autoRetry: false } : { maxRetries: options.maxAttempts - 1 },

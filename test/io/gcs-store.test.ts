@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { generateKeyPairSync, randomBytes, verify as cryptoVerify } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -216,6 +216,35 @@ describe('GcsStore errors without a server', () => {
       }
     } finally {
       process.env = saved;
+      dir.cleanup();
+      await server.stop();
+    }
+  });
+
+  it('signs requests with the service account key given as credentials or as a key file', async () => {
+    // Outside googleapis.com the auth library signs its own token with the key (no token
+    // exchange), so the double can check the request was signed by exactly this key.
+    const server = await startGcsDouble({ requireAuth: true });
+    const dir = tempDir();
+    try {
+      server.createBucket('lake');
+      const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+      const key = { type: 'service_account', client_email: 'writer@twinlake-test.iam.gserviceaccount.com', private_key: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(), universe_domain: 'twinlake.test' };
+      const keyFilename = join(dir.path, 'key.json');
+      await writeFile(keyFilename, JSON.stringify(key));
+      const common = { apiEndpoint: server.endpoint, useAuthWithCustomEndpoint: true, universeDomain: 'twinlake.test', projectId: 'p', maxAttempts: 1 };
+      for (const [i, opts] of [{ ...common, credentials: key }, { ...common, keyFilename }].entries()) {
+        const store = new GcsStore({ root: 'gs://lake', bucket: 'lake', prefix: '' }, opts);
+        const from = server.requests.length;
+        expect(await store.putIfAbsent(`k${i}`, 'x')).toBe(true);
+        const [header, payload, signature] = String(server.requests[from].headers.authorization).replace(/^Bearer /, '').split('.');
+        expect(JSON.parse(Buffer.from(payload, 'base64url').toString()).iss).toBe(key.client_email);
+        expect(cryptoVerify('sha256', Buffer.from(`${header}.${payload}`), publicKey, Buffer.from(signature, 'base64url'))).toBe(true);
+      }
+      server.deny('storage.objects.get', key.client_email);
+      const e = await errorOf(new GcsStore({ root: 'gs://lake', bucket: 'lake', prefix: '' }, { ...common, keyFilename }).get('k0'));
+      expect(e.message).toBe('gcs store: access denied to get gs://lake/k0: the credentials need the storage.objects.get permission, e.g. the Storage Object User role (forbidden, HTTP 403)');
+    } finally {
       dir.cleanup();
       await server.stop();
     }
