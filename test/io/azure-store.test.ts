@@ -1,4 +1,4 @@
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -10,7 +10,7 @@ import type { ObjectMeta } from '../../src/io/object-store.ts';
 import { storeForLocation } from '../../src/io/store-for-uri.ts';
 import { errorOf, repoRoot, tempDir } from '../helpers.ts';
 import { type Azurite, azuriteMissing, startAzurite } from '../servers/azurite.ts';
-import { selfSignedCertificate, startEntraDouble } from '../servers/entra-double.ts';
+import { LOOPBACK_TLS, startEntraDouble } from '../servers/entra-double.ts';
 import { freePort } from '../servers/ports.ts';
 import { expectFileIoAt, objectStoreContract } from './object-store-contract.ts';
 
@@ -195,20 +195,9 @@ describe('AzureBlobStore errors without a server', () => {
   }, 30_000);
 });
 
-const noOpenssl = (() => {
-  try {
-    execFileSync('openssl', ['version'], { stdio: 'ignore' });
-    return undefined;
-  } catch {
-    return 'openssl is not installed (it makes the loopback HTTPS certificate)';
-  }
-})();
-const skipPrincipal = (missing ?? noOpenssl) !== undefined && !process.env.CI;
-
-describe.skipIf(skipPrincipal)(`AzureBlobStore as a service principal: Azurite over HTTPS, tokens from an Entra token endpoint test double${skipPrincipal ? ` (skipped: ${missing ?? noOpenssl})` : ''}`, () => {
+describe.skipIf(skip)(`AzureBlobStore as a service principal: Azurite over HTTPS, tokens from an Entra token endpoint test double${skip ? ` (skipped: ${missing})` : ''}`, () => {
   it('gets a client-credentials token for Azure Storage with the tenant, client and secret, and reads and writes with it', async () => {
-    const dir = tempDir();
-    const tls = selfSignedCertificate(dir.path);
+    const tls = LOOPBACK_TLS;
     const principal = { tenantId: 'tenant-0001', clientId: 'client-0001', clientSecret: 'principal-secret-value' };
     const azurite = await startAzurite({ https: tls });
     const entra = await startEntraDouble(tls, principal);
@@ -249,7 +238,6 @@ describe.skipIf(skipPrincipal)(`AzureBlobStore as a service principal: Azurite o
     } finally {
       await entra.stop();
       await azurite.stop();
-      dir.cleanup();
     }
   }, 60_000);
 });

@@ -1,8 +1,10 @@
-import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer } from 'node:https';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const HERE = dirname(fileURLToPath(import.meta.url));
 
 /**
  * A TEST DOUBLE of a Microsoft Entra ID token endpoint, not Entra: a loopback HTTPS server that
@@ -23,13 +25,12 @@ export interface EntraDouble {
   stop(): Promise<void>;
 }
 
-/** A self-signed certificate for 127.0.0.1, for loopback HTTPS servers (clients trust it by NODE_EXTRA_CA_CERTS). */
-export function selfSignedCertificate(dir: string): { certFile: string; keyFile: string } {
-  const certFile = join(dir, 'cert.pem');
-  const keyFile = join(dir, 'key.pem');
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', keyFile, '-out', certFile, '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
-  return { certFile, keyFile };
-}
+/**
+ * A self-signed certificate for 127.0.0.1 (valid until 2126), for loopback HTTPS test servers;
+ * clients trust it through NODE_EXTRA_CA_CERTS. Its key protects nothing: it is checked in so the
+ * tests need no certificate tool.
+ */
+export const LOOPBACK_TLS = { certFile: join(HERE, 'loopback-tls', 'cert.pem'), keyFile: join(HERE, 'loopback-tls', 'key.pem') };
 
 export async function startEntraDouble(tls: { certFile: string; keyFile: string }, accept: { clientId: string; clientSecret: string }): Promise<EntraDouble> {
   const tokenRequests: URLSearchParams[] = [];
