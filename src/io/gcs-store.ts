@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import { pipeline } from 'node:stream/promises';
@@ -37,6 +38,8 @@ export interface GcsOptions {
 }
 
 const MiB = 1024 * 1024;
+/** Custom metadata key holding the id of the putIfAbsent call that created an object. */
+const WRITER_TOKEN = 'twinlake-writer';
 
 type Sdk = typeof import('@google-cloud/storage');
 const clients = new WeakMap<GcsOptions, Promise<Storage>>();
@@ -55,8 +58,16 @@ function clientFor(options: GcsOptions): Promise<Storage> {
           useAuthWithCustomEndpoint: options.useAuthWithCustomEndpoint,
           universeDomain: options.universeDomain,
           timeout: options.timeout,
-          // The SDK reads maxRetries 0 as "unset" (its default, 3): one attempt is autoRetry off.
-          retryOptions: options.maxAttempts === undefined ? undefined : options.maxAttempts <= 1 ? { autoRetry: false } : { maxRetries: options.maxAttempts - 1 },
+          retryOptions: {
+            // The SDK reads maxRetries 0 as "unset" (its default, 3): one attempt is autoRetry off.
+            ...(options.maxAttempts === undefined ? {} : options.maxAttempts <= 1 ? { autoRetry: false } : { maxRetries: options.maxAttempts - 1 }),
+            // Every write here may be retried: put replaces the whole object with the same bytes,
+            // putIfAbsent carries its precondition, deletes are idempotent. Besides, with the
+            // default (retry only preconditioned writes) File.save turns autoRetry off on the
+            // shared client the first time it uploads without a precondition, which would stop
+            // retries of every later request.
+            idempotencyStrategy: sdk.IdempotencyStrategy.RetryAlways,
+          },
         }),
     );
     c.catch(() => clients.delete(options));
@@ -131,14 +142,24 @@ export class GcsStore implements ObjectStore {
   async putIfAbsent(path: string, body: Uint8Array | string): Promise<boolean> {
     const name = this.name(path);
     const file = await this.file(name);
+    // Generation 0 names no live object: the upload succeeds only if the name is free. With the
+    // precondition set the SDK counts the upload as idempotent and retries it on transient errors,
+    // so a 412 may answer the retry of an attempt that created the object but lost its answer.
+    // A token in the object's metadata tells that apart from another writer's object.
+    const token = randomUUID();
     try {
-      // Generation 0 names no live object: the upload succeeds only if the name is free. With the
-      // precondition set the SDK counts the upload as idempotent and retries it on transient errors.
-      await file.save(Buffer.from(bytes(body)), { resumable: false, preconditionOpts: { ifGenerationMatch: 0 } });
+      await file.save(Buffer.from(bytes(body)), { resumable: false, metadata: { metadata: { [WRITER_TOKEN]: token } }, preconditionOpts: { ifGenerationMatch: 0 } });
       return true;
     } catch (e) {
-      if (statusOf(e) === 412) return false;
-      throw this.error(e, 'create', name);
+      if (statusOf(e) !== 412) throw this.error(e, 'create', name);
+    }
+    try {
+      const [meta] = await file.getMetadata();
+      return meta.metadata?.[WRITER_TOKEN] === token;
+    } catch (e) {
+      // Deleted since: it existed when this writer tried, so this writer lost.
+      if (statusOf(e) === 404 && !isNoBucket(e)) return false;
+      throw this.error(e, 'get', name);
     }
   }
 

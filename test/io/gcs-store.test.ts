@@ -79,6 +79,20 @@ describe('GcsStore against a GCS JSON API test double', () => {
     expect(text(await store.get('t/_delta_log/00000000000000000000.json'))).toBe('c0');
   });
 
+  it('tells a retried putIfAbsent that its own lost-answer attempt won, and a second writer that it lost', async () => {
+    // The first upload is stored but its answer is lost; the SDK retries it (the precondition
+    // makes it idempotent) and the retry gets 412. Reading that 412 as "taken" would tell the
+    // writer whose object is there that it lost.
+    const bucket = newBucket();
+    const store = storeAt(bucket, 'wh');
+    const from = gcs.requests.length;
+    gcs.loseResponses(1);
+    expect(await store.putIfAbsent('t/_delta_log/00000000000000000001.json', 'mine')).toBe(true);
+    expect(uploadsTo(bucket, from).map((u) => u.ifGenerationMatch)).toEqual(['0', '0']);
+    expect(await store.putIfAbsent('t/_delta_log/00000000000000000001.json', 'someone else')).toBe(false);
+    expect(text(await store.get('t/_delta_log/00000000000000000001.json'))).toBe('mine');
+  });
+
   it('works at the bucket root too', async () => {
     const store = storeAt(newBucket(), '');
     expect(store.root).toMatch(/^gs:\/\/t-/);

@@ -24,6 +24,8 @@ export interface GcsDouble {
   /** Every request received, in order (the contract relies on what the SDK actually sends). */
   requests: RecordedRequest[];
   createBucket(name: string): void;
+  /** Store the next `n` uploads but drop the connection instead of answering, as a lost response. */
+  loseResponses(n: number): void;
   /** Answer requests needing `permission` with GCS's 403, as for a principal lacking it. */
   deny(permission: string, principal?: string): void;
   stop(): Promise<void>;
@@ -38,6 +40,8 @@ export interface RecordedRequest {
 
 interface StoredObject {
   data: Buffer;
+  /** Custom metadata (`x-goog-meta-*`, the `metadata` field of the JSON API). */
+  metadata?: Record<string, string>;
   generation: number;
   updated: Date;
   contentType: string;
@@ -64,6 +68,7 @@ export async function startGcsDouble(settings: GcsDoubleOptions = {}): Promise<G
   const requests: RecordedRequest[] = [];
   let generations = Date.now() * 1000;
   let endpoint = '';
+  let lose = 0;
 
   const send = (res: ServerResponse, status: number, body?: unknown, headers: Record<string, string> = {}) => {
     const text = body === undefined ? '' : JSON.stringify(body);
@@ -86,18 +91,25 @@ export async function startGcsDouble(settings: GcsDoubleOptions = {}): Promise<G
     crc32c: crc32c(o.data),
     updated: o.updated.toISOString(),
     timeCreated: o.updated.toISOString(),
+    ...(o.metadata ? { metadata: o.metadata } : {}),
   });
 
   /** Checks the precondition and stores the object in one synchronous step: no other request interleaves. */
-  const commit = (res: ServerResponse, bucket: string, name: string, data: Buffer, contentType: string, ifGenerationMatch: string | null) => {
+  const commit = (res: ServerResponse, bucket: string, name: string, data: Buffer, contentType: string, ifGenerationMatch: string | null, custom?: Record<string, string>) => {
     const objects = buckets.get(bucket);
     if (!objects) return fail(res, 404, 'notFound', 'The specified bucket does not exist.');
     const existing = objects.get(name);
     if (ifGenerationMatch !== null && String(existing?.generation ?? 0) !== ifGenerationMatch) {
       return fail(res, 412, 'conditionNotMet', 'At least one of the pre-conditions you specified did not hold.');
     }
-    const o = { data, generation: ++generations, updated: new Date(), contentType };
+    const o = { data, generation: ++generations, updated: new Date(), contentType, metadata: custom };
     objects.set(name, o);
+    if (lose > 0) {
+      // The object is stored, but its answer never arrives: the client sees a reset connection.
+      lose--;
+      res.socket?.destroy();
+      return;
+    }
     send(res, 200, metadata(bucket, name, o));
   };
 
@@ -126,8 +138,8 @@ export async function startGcsDouble(settings: GcsDoubleOptions = {}): Promise<G
       if (type === 'multipart') {
         const parts = multipartParts(req.headers['content-type'] ?? '', body);
         if (!parts) return fail(res, 400, 'invalid', 'Expected a multipart/related body with metadata and media.');
-        const meta = JSON.parse(parts[0].body.toString('utf8')) as { name?: string; contentType?: string };
-        return commit(res, bucket, meta.name ?? q.get('name') ?? '', parts[1].body, meta.contentType ?? parts[1].contentType, q.get('ifGenerationMatch'));
+        const meta = JSON.parse(parts[0].body.toString('utf8')) as { name?: string; contentType?: string; metadata?: Record<string, string> };
+        return commit(res, bucket, meta.name ?? q.get('name') ?? '', parts[1].body, meta.contentType ?? parts[1].contentType, q.get('ifGenerationMatch'), meta.metadata);
       }
       if (type === 'resumable') {
         if (!buckets.has(bucket)) return fail(res, 404, 'notFound', 'The specified bucket does not exist.');
@@ -217,6 +229,9 @@ export async function startGcsDouble(settings: GcsDoubleOptions = {}): Promise<G
     requests,
     createBucket(name) {
       if (!buckets.has(name)) buckets.set(name, new Map());
+    },
+    loseResponses(n) {
+      lose = n;
     },
     deny(permission, principal = 'reader@twinlake-test.iam.gserviceaccount.com') {
       denied.set(permission, principal);
