@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
 import type { TokenCredential } from '@azure/core-auth';
 import type { BlobServiceClient, ContainerClient } from '@azure/storage-blob';
@@ -38,6 +39,8 @@ export interface AzureOptions {
 }
 
 const MiB = 1024 * 1024;
+/** Blob metadata key holding the id of the putIfAbsent call that created a blob (metadata names are C# identifiers). */
+const WRITER_TOKEN = 'twinlakewriter';
 /** Blocks of one file read and in flight at once: memory stays under 4 blocks. */
 const BLOCKS_IN_FLIGHT = 4;
 
@@ -179,15 +182,25 @@ export class AzureBlobStore implements ObjectStore {
     const name = this.name(path);
     const data = bytes(body);
     const blob = (await this.containerClient()).getBlockBlobClient(name);
+    // The SDK retries a Put Blob whose answer was lost (a reset connection, a 5xx after the write);
+    // the retry then finds the blob this call created. A token in the blob's metadata tells that
+    // apart from another writer's blob.
+    const token = randomUUID();
     try {
-      await blob.upload(data, data.byteLength, { conditions: { ifNoneMatch: '*' } });
+      await blob.upload(data, data.byteLength, { conditions: { ifNoneMatch: '*' }, metadata: { [WRITER_TOKEN]: token } });
       return true;
     } catch (e) {
       // Azure answers a Put Blob with If-None-Match: * on an existing blob with 409
       // BlobAlreadyExists; 412 ConditionNotMet is the generic failed-precondition answer. Both
-      // mean another writer holds the name.
-      if (statusOf(e) === 412 || codeOf(e) === 'BlobAlreadyExists') return false;
-      throw this.error(e, 'write', name);
+      // mean a blob holds the name.
+      if (statusOf(e) !== 412 && codeOf(e) !== 'BlobAlreadyExists') throw this.error(e, 'write', name);
+    }
+    try {
+      return (await blob.getProperties()).metadata?.[WRITER_TOKEN] === token;
+    } catch (e) {
+      // Deleted since: it existed when this call tried, so this call lost.
+      if (statusOf(e) === 404 && codeOf(e) !== 'ContainerNotFound') return false;
+      throw this.error(e, 'read', name);
     }
   }
 

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { open, readFile, stat } from 'node:fs/promises';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { TwinlakeError, notFound } from '../core/errors.ts';
@@ -25,6 +26,8 @@ export interface S3Options {
 }
 
 const MiB = 1024 * 1024;
+/** User metadata key (`x-amz-meta-twinlake-writer`) holding the id of the putIfAbsent call that created an object. */
+const WRITER_TOKEN = 'twinlake-writer';
 /** At most this many parts of one file are read and in flight: memory stays under 4 parts. */
 const PARTS_IN_FLIGHT = 4;
 /** S3 refuses multipart uploads of more parts; larger files get larger parts. */
@@ -137,14 +140,18 @@ export class S3Store implements ObjectStore {
   async putIfAbsent(path: string, body: Uint8Array | string): Promise<boolean> {
     const key = this.key(path);
     const { sdk, client } = await clientFor(this.options);
+    // The SDK retries a PUT whose answer was lost (a reset connection, a 5xx after the write); the
+    // retry then finds the object this call created and gets 412. A token in the object's metadata
+    // tells that apart from another writer's object.
+    const token = randomUUID();
     for (let attempt = 0; ; attempt++) {
       try {
-        await client.send(new sdk.PutObjectCommand({ Bucket: this.bucket, Key: key, Body: bytes(body), IfNoneMatch: '*' }));
+        await client.send(new sdk.PutObjectCommand({ Bucket: this.bucket, Key: key, Body: bytes(body), IfNoneMatch: '*', Metadata: { [WRITER_TOKEN]: token } }));
         return true;
       } catch (e) {
         // 412 PreconditionFailed: the key exists. A plain 409 is what some servers answer a writer
         // that lost to a concurrent create: taken as well.
-        if (httpStatus(e) === 412) return false;
+        if (httpStatus(e) === 412) return this.writtenBy(key, token);
         // 409 ConditionalRequestConflict means a concurrent write to the key was still in progress,
         // not that one finished: the other writer may yet fail. AWS says retry; the retry (still
         // If-None-Match: *) gets 412 if the other writer won. Treating it as taken could leave the
@@ -153,9 +160,22 @@ export class S3Store implements ObjectStore {
           await sleep(50 * 2 ** attempt * (0.5 + Math.random()));
           continue;
         }
-        if (httpStatus(e) === 409 && errorCode(e) !== 'ConditionalRequestConflict') return false;
+        if (httpStatus(e) === 409 && errorCode(e) !== 'ConditionalRequestConflict') return this.writtenBy(key, token);
         throw this.error(e, 'PutObject', key);
       }
+    }
+  }
+
+  /** After a create-only PUT found the key taken: whether an earlier attempt of the same call took it. */
+  private async writtenBy(key: string, token: string): Promise<boolean> {
+    const { sdk, client } = await clientFor(this.options);
+    try {
+      const res = await client.send(new sdk.HeadObjectCommand({ Bucket: this.bucket, Key: key }));
+      return res.Metadata?.[WRITER_TOKEN] === token;
+    } catch (e) {
+      // Deleted since: it existed when this call tried, so this call lost.
+      if (httpStatus(e) === 404) return false;
+      throw this.error(e, 'HeadObject', key);
     }
   }
 

@@ -11,6 +11,7 @@ import { storeForLocation } from '../../src/io/store-for-uri.ts';
 import { errorOf, repoRoot, tempDir } from '../helpers.ts';
 import { type Azurite, azuriteMissing, startAzurite } from '../servers/azurite.ts';
 import { LOOPBACK_TLS, startEntraDouble } from '../servers/entra-double.ts';
+import { startLossyProxy } from '../servers/lossy-proxy.ts';
 import { freePort } from '../servers/ports.ts';
 import { expectFileIoAt, objectStoreContract } from './object-store-contract.ts';
 
@@ -68,6 +69,25 @@ describe.skipIf(skip)(`AzureBlobStore on Azurite${skip ? ` (skipped: ${missing})
     for (const name of ['wh/tx/neighbour', 'wh/t', 'outside']) await service.getContainerClient(container).getBlockBlobClient(name).upload('x', 1);
     return { store: storeAt(container, 'wh/t'), cleanup: async () => {} };
   }, { noncharacterKeys: false });
+
+  it('tells a retried putIfAbsent that its own lost-answer attempt won, and a second writer that it lost', async () => {
+    // The first create-only Put Blob reaches Azurite and creates the blob, but its answer is lost
+    // (a loopback proxy drops the connection); the SDK retries and the retry gets 409
+    // BlobAlreadyExists. Reading that as "taken" would tell the writer whose blob is there it lost.
+    const container = await newContainer();
+    const proxy = await startLossyProxy(azurite.endpoint);
+    try {
+      const store = storeAt(container, 'wh', { ...options, endpoint: `${proxy.endpoint}/${azurite.account}` });
+      const key = 't/_delta_log/00000000000000000001.json';
+      proxy.loseNext(1, (req) => req.method === 'PUT' && req.headers['if-none-match'] === '*');
+      expect(await store.putIfAbsent(key, 'mine')).toBe(true);
+      expect(proxy.log.filter((l) => l.startsWith('PUT')).map((l) => l.split(' ')[2])).toEqual(['lost', '409']);
+      expect(await store.putIfAbsent(key, 'someone else')).toBe(false);
+      expect(text(await store.get(key))).toBe('mine');
+    } finally {
+      await proxy.stop();
+    }
+  });
 
   it('authenticates with a connection string as well as an account key', async () => {
     const container = await newContainer();

@@ -9,6 +9,7 @@ import type { ObjectMeta } from '../../src/io/object-store.ts';
 import { S3Store, type S3Options } from '../../src/io/s3-store.ts';
 import { storeForLocation } from '../../src/io/store-for-uri.ts';
 import { errorOf, tempDir } from '../helpers.ts';
+import { startLossyProxy } from '../servers/lossy-proxy.ts';
 import { freePort } from '../servers/ports.ts';
 import { type RadosGateway, radosGatewayMissing, startRadosGateway } from '../servers/radosgw.ts';
 import { expectFileIoAt, objectStoreContract } from './object-store-contract.ts';
@@ -60,6 +61,25 @@ describe.skipIf(skip)(`S3Store on RADOS Gateway${skip ? ` (skipped: ${missing})`
     const bucket = await newBucket();
     for (const Key of ['wh/tx/neighbour', 'wh/t', 'outside']) await admin.send(new PutObjectCommand({ Bucket: bucket, Key, Body: 'x' }));
     return { store: storeAt(bucket, 'wh/t'), cleanup: async () => {} };
+  });
+
+  it('tells a retried putIfAbsent that its own lost-answer attempt won, and a second writer that it lost', async () => {
+    // The first conditional PUT reaches the gateway and creates the object, but its answer is lost
+    // (a loopback proxy drops the connection); the SDK retries and the retry gets 412. Reading that
+    // 412 as "taken" would tell the writer whose commit is in place that it lost.
+    const bucket = await newBucket();
+    const proxy = await startLossyProxy(rgw.endpoint);
+    try {
+      const store = storeAt(bucket, 'wh', { ...options, endpoint: proxy.endpoint });
+      const key = 't/_delta_log/00000000000000000001.json';
+      proxy.loseNext(1, (req) => req.method === 'PUT' && req.headers['if-none-match'] === '*');
+      expect(await store.putIfAbsent(key, 'mine')).toBe(true);
+      expect(proxy.log.filter((l) => l.startsWith('PUT')).map((l) => l.split(' ')[2])).toEqual(['lost', '412']);
+      expect(await store.putIfAbsent(key, 'someone else')).toBe(false);
+      expect(text(await store.get(key))).toBe('mine');
+    } finally {
+      await proxy.stop();
+    }
   });
 
   it('works at the bucket root too', async () => {
