@@ -57,7 +57,15 @@ function serviceFor(options: AzureOptions, account: string): Promise<BlobService
       const pipeline = { retryOptions: { maxTries: options.maxAttempts } };
       const url = options.endpoint ?? `https://${account}.blob.core.windows.net`;
       const credential = azureCredential(options, account);
-      if (credential.kind === 'connection-string') return sdk.BlobServiceClient.fromConnectionString(credential.connectionString, pipeline);
+      if (credential.kind === 'connection-string') {
+        try {
+          return sdk.BlobServiceClient.fromConnectionString(credential.connectionString, pipeline);
+        } catch (e) {
+          // The SDK's reason names the part it could not use; the string itself holds the key.
+          const why = e instanceof Error ? e.message : String(e);
+          throw invalidInput(`azure store: expected a connection string of the form AccountName=…;AccountKey=…;BlobEndpoint=… (or with SharedAccessSignature=…) for account ${JSON.stringify(account)}, found one the SDK cannot use (${why})`);
+        }
+      }
       if (credential.kind === 'account-key') return new sdk.BlobServiceClient(url, new sdk.StorageSharedKeyCredential(account, credential.accountKey), pipeline);
       if (credential.kind === 'sas') return new sdk.BlobServiceClient(`${url}?${credential.sasToken.replace(/^\?/, '')}`, undefined, pipeline);
       return new sdk.BlobServiceClient(url, await tokenCredential(credential, options.authorityHost), pipeline);

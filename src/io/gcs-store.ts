@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { readFile, stat } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { access, readFile, stat } from 'node:fs/promises';
 import { pipeline } from 'node:stream/promises';
 import type { Storage } from '@google-cloud/storage';
-import { TwinlakeError, notFound } from '../core/errors.ts';
+import { TwinlakeError, invalidInput, notFound } from '../core/errors.ts';
 import { loadSdk } from './cloud-sdk.ts';
 import type { ObjectMeta, ObjectStore } from './object-store.ts';
 import { checkKey, checkPrefix, checkRange, compareKeys } from './keys.ts';
@@ -48,7 +49,7 @@ const clients = new WeakMap<GcsOptions, Promise<Storage>>();
 function clientFor(options: GcsOptions): Promise<Storage> {
   let c = clients.get(options);
   if (!c) {
-    c = loadSdk('gcs store', '@google-cloud/storage', () => import('@google-cloud/storage') as Promise<Sdk>).then(
+    c = checkCredentials(options).then(() => loadSdk('gcs store', '@google-cloud/storage', () => import('@google-cloud/storage') as Promise<Sdk>)).then(
       (sdk) =>
         new sdk.Storage({
           projectId: options.projectId,
@@ -74,6 +75,27 @@ function clientFor(options: GcsOptions): Promise<Storage> {
     clients.set(options, c);
   }
   return c;
+}
+
+/**
+ * Settings mistakes the SDK would report late and obscurely (a missing key file as a failed
+ * upload, a malformed key as a destroyed stream), said up front without repeating the key.
+ */
+async function checkCredentials(options: GcsOptions): Promise<void> {
+  if (options.keyFilename !== undefined) {
+    await access(options.keyFilename, constants.R_OK).catch((e: unknown) => {
+      const code = (e as { code?: unknown }).code;
+      throw invalidInput(`gcs store: cannot read the key file ${JSON.stringify(options.keyFilename)} given as keyFilename (${typeof code === 'string' ? code : String(e)})`);
+    });
+  }
+  const key = options.credentials;
+  if (key !== undefined) {
+    const problems = [
+      typeof key.client_email !== 'string' || key.client_email === '' ? 'no client_email' : undefined,
+      typeof key.private_key !== 'string' || !/-----BEGIN (RSA )?PRIVATE KEY-----/.test(key.private_key) ? 'no PEM private_key' : undefined,
+    ].filter((p) => p !== undefined);
+    if (problems.length > 0) throw invalidInput(`gcs store: expected credentials with a service account key's client_email and PEM private_key, found ${problems.join(' and ')}`);
+  }
 }
 
 /**

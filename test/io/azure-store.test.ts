@@ -284,4 +284,14 @@ describe('Azure credentials from the settings', () => {
     expect(e.message).toBe('azure store: expected a service principal\'s tenantId, clientId and clientSecret for account "acct", found no tenantId');
     for (const m of [two.message, part.message, e.message]) expect(m).not.toMatch(/secret-|c2VjcmV0|very-secret/);
   });
+
+  it('refuses a connection string the SDK cannot use without repeating it', async () => {
+    for (const connectionString of ['AccountName=acct;AccountKey=c2VjcmV0LWtleQ==', 'not-a-connection-string-c2VjcmV0']) {
+      const store = new AzureBlobStore({ root: 'az://tables', account: 'acct', container: 'tables', prefix: '' }, { connectionString });
+      const e = await errorOf(store.put('x', 'x'));
+      expect(e.kind).toBe('invalid-input');
+      expect(e.message).toMatch(/^azure store: expected a connection string of the form AccountName=…;AccountKey=…;BlobEndpoint=… \(or with SharedAccessSignature=…\) for account "acct", found one the SDK cannot use \(.+\)$/);
+      expect(e.message).not.toContain('c2VjcmV0');
+    }
+  });
 });

@@ -263,4 +263,15 @@ describe('GcsStore errors without a server', () => {
       await server.stop();
     }
   });
+
+  it('says what is wrong with a key file or key it cannot use, without repeating the key', async () => {
+    const at = (opts: GcsOptions) => new GcsStore({ root: 'gs://lake', bucket: 'lake', prefix: '' }, { apiEndpoint: 'http://127.0.0.1:1', maxAttempts: 1, ...opts });
+    const missing = await errorOf(at({ keyFilename: '/nonexistent/twinlake-key.json' }).put('x', 'x'));
+    expect(missing.kind).toBe('invalid-input');
+    expect(missing.message).toBe('gcs store: cannot read the key file "/nonexistent/twinlake-key.json" given as keyFilename (ENOENT)');
+    const bad = await errorOf(at({ credentials: { client_email: 'writer@p.iam.gserviceaccount.com', private_key: 'c2VjcmV0LWtleS1tYXRlcmlhbA==' } }).get('x'));
+    expect(bad.kind).toBe('invalid-input');
+    expect(bad.message).toBe("gcs store: expected credentials with a service account key's client_email and PEM private_key, found no PEM private_key");
+    expect(bad.message).not.toContain('c2VjcmV0');
+  });
 });
