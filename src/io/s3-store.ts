@@ -17,6 +17,10 @@ export interface S3Options {
   credentials?: { accessKeyId: string; secretAccessKey: string; sessionToken?: string };
   /** Attempts per request, first one included (the SDK's default: 3). */
   maxAttempts?: number;
+  /** Milliseconds to wait for a connection to the endpoint (default 10000). */
+  connectionTimeout?: number;
+  /** Milliseconds a request may go without a byte sent or received before it fails and is retried (the SDK's default). */
+  socketTimeout?: number;
   /** Keys per ListObjectsV2 page; S3's maximum and default is 1000. */
   listPageSize?: number;
   /** putFile sends files at least this large in parts (default 16 MiB). */
@@ -55,6 +59,8 @@ function clientFor(options: S3Options): Promise<{ sdk: Sdk; client: S3Client }> 
         forcePathStyle: options.forcePathStyle,
         credentials: options.credentials,
         maxAttempts: options.maxAttempts,
+        // Without a connection timeout a request to an endpoint that drops packets waits forever.
+        requestHandler: { connectionTimeout: options.connectionTimeout ?? 10_000, socketTimeout: options.socketTimeout },
         // The SDK's default adds CRC32 flexible checksums to every upload; RADOS Gateway and other
         // S3-compatible servers reject or mishandle them. Send and check them only where S3 requires.
         requestChecksumCalculation: 'WHEN_REQUIRED',
@@ -338,6 +344,9 @@ export class S3Store implements ObjectStore {
       );
     }
     const sysCode = (e as { code?: unknown }).code;
+    if (code === 'TimeoutError' && /inactivity/.test(e instanceof Error ? e.message : '')) {
+      return io(`the endpoint ${this.options.endpoint ?? `of region ${this.options.region}`} stopped answering ${action} on ${where} (TimeoutError after ${this.options.socketTimeout !== undefined ? `${this.options.socketTimeout} ms` : 'the SDK default time'} without data; socketTimeout sets the limit)`, true);
+    }
     if (typeof sysCode === 'string' && NETWORK_CODES.has(sysCode) || code === 'TimeoutError') {
       return io(`cannot reach the endpoint ${this.options.endpoint ?? `of region ${this.options.region}`} for ${action} on ${where} (${typeof sysCode === 'string' ? sysCode : code})`, true);
     }

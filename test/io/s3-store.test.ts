@@ -215,6 +215,26 @@ describe('S3Store errors without a server', () => {
     expect(e.message).toBe(`s3 store: cannot reach the endpoint ${endpoint} for PutObject on s3://lake/wh/t/x.json (ECONNREFUSED)`);
   });
 
+  it('fails a request the endpoint stops answering after socketTimeout, as a retryable io error (a loopback server that never answers)', async () => {
+    const server = createServer(() => {
+      // Takes the request and never answers.
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const endpoint = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+      const store = new S3Store({ root: 's3://lake', bucket: 'lake', prefix: '' }, { region: 'us-east-1', endpoint, forcePathStyle: true, maxAttempts: 1, socketTimeout: 300, credentials: { accessKeyId: 'a', secretAccessKey: 'b' } });
+      const started = Date.now();
+      const e = await errorOf(store.get('k'));
+      expect(Date.now() - started).toBeLessThan(5000);
+      expect(e.kind).toBe('io');
+      expect(e.retryable).toBe(true);
+      expect(e.message).toBe(`s3 store: the endpoint ${endpoint} stopped answering GetObject on s3://lake/k (TimeoutError after 300 ms without data; socketTimeout sets the limit)`);
+    } finally {
+      server.closeAllConnections();
+      server.close();
+    }
+  });
+
   it('names the region a bucket is in when S3 answers PermanentRedirect (a loopback server sending the redirect S3 sends)', async () => {
     // A test double, not an S3 emulator: it answers every request as S3 answers a request sent to
     // the wrong region, with the bucket's region in x-amz-bucket-region.
