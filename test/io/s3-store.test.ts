@@ -233,7 +233,7 @@ describe('S3Store errors without a server', () => {
       server.closeAllConnections();
       server.close();
     }
-  });
+  }, 10_000);
 
   it('names the region a bucket is in when S3 answers PermanentRedirect (a loopback server sending the redirect S3 sends)', async () => {
     // A test double, not an S3 emulator: it answers every request as S3 answers a request sent to
