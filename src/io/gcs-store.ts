@@ -280,7 +280,7 @@ export class GcsStore implements ObjectStore {
     // 401 to an anonymous caller, which the SDK reports as the chain's failure (uploads) or as is.
     if (/Could not load the default credentials/.test(message) || status === 401 && /^Anonymous caller/.test(message)) {
       return io(
-        `no credentials for ${op} ${where}: set keyFilename or credentials (a service account key) in the storage settings, or GOOGLE_APPLICATION_CREDENTIALS to a key file, or run \`gcloud auth application-default login\` (the SDK looked in GOOGLE_APPLICATION_CREDENTIALS, ~/.config/gcloud/application_default_credentials.json and the metadata server)`,
+        `no credentials for ${op} ${where}: set keyFilename or credentials (a service account key) in the storage settings, or GOOGLE_APPLICATION_CREDENTIALS to a key file, or run \`gcloud auth application-default login\` (the SDK looked in GOOGLE_APPLICATION_CREDENTIALS, ${adcFile()} and the metadata server${process.env.METADATA_SERVER_DETECTION === 'none' ? ', disabled by METADATA_SERVER_DETECTION=none' : ''})`,
         false,
       );
     }
@@ -312,6 +312,12 @@ const PERMISSION: Record<GcsOp, string> = {
 };
 
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH']);
+
+/** Where gcloud keeps application-default credentials, as google-auth-library looks for them. */
+function adcFile(): string {
+  const config = process.env.CLOUDSDK_CONFIG;
+  return config ? `${config}/application_default_credentials.json` : '~/.config/gcloud/application_default_credentials.json';
+}
 
 function statusOf(e: unknown): number | undefined {
   const code = (e as { code?: unknown } | null)?.code;

@@ -225,7 +225,7 @@ describe('GcsStore errors without a server', () => {
         expect(e.kind).toBe('io');
         expect(e.retryable).toBe(false);
         expect(e.message).toBe(
-          `gcs store: no credentials for ${verb} gs://lake/k: set keyFilename or credentials (a service account key) in the storage settings, or GOOGLE_APPLICATION_CREDENTIALS to a key file, or run \`gcloud auth application-default login\` (the SDK looked in GOOGLE_APPLICATION_CREDENTIALS, ~/.config/gcloud/application_default_credentials.json and the metadata server)`,
+          `gcs store: no credentials for ${verb} gs://lake/k: set keyFilename or credentials (a service account key) in the storage settings, or GOOGLE_APPLICATION_CREDENTIALS to a key file, or run \`gcloud auth application-default login\` (the SDK looked in GOOGLE_APPLICATION_CREDENTIALS, ${dir.path}/gcloud/application_default_credentials.json and the metadata server, disabled by METADATA_SERVER_DETECTION=none)`,
         );
       }
     } finally {
