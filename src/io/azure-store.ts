@@ -1,4 +1,6 @@
+import { randomUUID } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
+import type { TokenCredential } from '@azure/core-auth';
 import type { BlobServiceClient, ContainerClient } from '@azure/storage-blob';
 import { TwinlakeError, invalidInput, notFound } from '../core/errors.ts';
 import { loadSdk } from './cloud-sdk.ts';
@@ -11,11 +13,21 @@ export interface AzureOptions {
   account?: string;
   /** The Blob service URL; default `https://<account>.blob.core.windows.net`. Azurite: `http://127.0.0.1:10000/devstoreaccount1`. */
   endpoint?: string;
-  /** One of these credentials. A connection string carries its own endpoint. */
+  /**
+   * At most one credential: a connection string (it carries its own endpoint), an account key, a
+   * SAS token, or a service principal (tenantId, clientId, clientSecret). None: the default chain
+   * of `@azure/identity` (environment, workload identity, managed identity, Azure CLI, ...).
+   */
   connectionString?: string;
   accountKey?: string;
   /** A shared access signature (`sv=...&sig=...`), for access limited to some containers or permissions. */
   sasToken?: string;
+  /** A Microsoft Entra service principal: the directory (tenant) id, the application (client) id and a client secret. */
+  tenantId?: string;
+  clientId?: string;
+  clientSecret?: string;
+  /** The Entra authority for service principals and the default chain (default `https://login.microsoftonline.com`; sovereign clouds differ). */
+  authorityHost?: string;
   /** Attempts per request, first one included (the SDK's default: 4). */
   maxAttempts?: number;
   /** Blobs per List Blobs page; the service's maximum and default is 5000. */
@@ -27,29 +39,85 @@ export interface AzureOptions {
 }
 
 const MiB = 1024 * 1024;
+/** Blob metadata key holding the id of the putIfAbsent call that created a blob (metadata names are C# identifiers). */
+const WRITER_TOKEN = 'twinlakewriter';
 /** Blocks of one file read and in flight at once: memory stays under 4 blocks. */
 const BLOCKS_IN_FLIGHT = 4;
 
 const services = new WeakMap<AzureOptions, Map<string, Promise<BlobServiceClient>>>();
 
-/** The SDK is loaded on first use, so users of local tables never load it. */
+/** The SDKs are loaded on first use, so users of local tables never load them. */
 function serviceFor(options: AzureOptions, account: string): Promise<BlobServiceClient> {
   let byAccount = services.get(options);
   if (!byAccount) services.set(options, (byAccount = new Map()));
   let service = byAccount.get(account);
   if (!service) {
-    service = loadSdk('azure store', '@azure/storage-blob', () => import('@azure/storage-blob')).then((sdk) => {
+    service = (async () => {
+      const sdk = await loadSdk('azure store', '@azure/storage-blob', () => import('@azure/storage-blob'));
       const pipeline = { retryOptions: { maxTries: options.maxAttempts } };
-      if (options.connectionString) return sdk.BlobServiceClient.fromConnectionString(options.connectionString, pipeline);
       const url = options.endpoint ?? `https://${account}.blob.core.windows.net`;
-      if (options.accountKey) return new sdk.BlobServiceClient(url, new sdk.StorageSharedKeyCredential(account, options.accountKey), pipeline);
-      if (options.sasToken) return new sdk.BlobServiceClient(`${url}?${options.sasToken.replace(/^\?/, '')}`, undefined, pipeline);
-      throw invalidInput(`azure store: expected a connection string, an account key or a SAS token for account ${JSON.stringify(account)}, found none`);
-    });
+      const credential = azureCredential(options, account);
+      if (credential.kind === 'connection-string') {
+        try {
+          return sdk.BlobServiceClient.fromConnectionString(credential.connectionString, pipeline);
+        } catch (e) {
+          // The SDK's reason names the part it could not use; the string itself holds the key.
+          const why = e instanceof Error ? e.message : String(e);
+          throw invalidInput(`azure store: expected a connection string of the form AccountName=…;AccountKey=…;BlobEndpoint=… (or with SharedAccessSignature=…) for account ${JSON.stringify(account)}, found one the SDK cannot use (${why})`);
+        }
+      }
+      if (credential.kind === 'account-key') return new sdk.BlobServiceClient(url, new sdk.StorageSharedKeyCredential(account, credential.accountKey), pipeline);
+      if (credential.kind === 'sas') return new sdk.BlobServiceClient(`${url}?${credential.sasToken.replace(/^\?/, '')}`, undefined, pipeline);
+      return new sdk.BlobServiceClient(url, await tokenCredential(credential, options.authorityHost), pipeline);
+    })();
     service.catch(() => byAccount.delete(account));
     byAccount.set(account, service);
   }
   return service;
+}
+
+/** Which credential the settings give: exactly one, or none for the default chain. */
+export type AzureCredential =
+  | { kind: 'connection-string'; connectionString: string }
+  | { kind: 'account-key'; accountKey: string }
+  | { kind: 'sas'; sasToken: string }
+  | { kind: 'service-principal'; tenantId: string; clientId: string; clientSecret: string }
+  | { kind: 'default-chain' };
+
+/** The credential of a settings object; two credentials, or part of a service principal, is a mistake said as such. */
+export function azureCredential(options: AzureOptions, account: string): AzureCredential {
+  const principal = [options.tenantId, options.clientId, options.clientSecret];
+  const given = [
+    options.connectionString !== undefined && 'connectionString',
+    options.accountKey !== undefined && 'accountKey',
+    options.sasToken !== undefined && 'sasToken',
+    principal.some((v) => v !== undefined) && 'a service principal (tenantId, clientId, clientSecret)',
+  ].filter((g): g is string => g !== false);
+  if (given.length > 1) {
+    throw invalidInput(`azure store: expected one credential for account ${JSON.stringify(account)}, found ${given.join(' and ')}`);
+  }
+  if (options.connectionString !== undefined) return { kind: 'connection-string', connectionString: options.connectionString };
+  if (options.accountKey !== undefined) return { kind: 'account-key', accountKey: options.accountKey };
+  if (options.sasToken !== undefined) return { kind: 'sas', sasToken: options.sasToken };
+  if (given.length === 1) {
+    const missing = (['tenantId', 'clientId', 'clientSecret'] as const).filter((k) => options[k] === undefined || options[k] === '');
+    if (missing.length > 0) {
+      throw invalidInput(`azure store: expected a service principal's tenantId, clientId and clientSecret for account ${JSON.stringify(account)}, found no ${missing.join(' or ')}`);
+    }
+    return { kind: 'service-principal', tenantId: options.tenantId!, clientId: options.clientId!, clientSecret: options.clientSecret! };
+  }
+  return { kind: 'default-chain' };
+}
+
+/** A Microsoft Entra token credential from `@azure/identity`, loaded only when one is needed. */
+export async function tokenCredential(credential: AzureCredential, authorityHost: string | undefined): Promise<TokenCredential> {
+  const identity = await loadSdk('azure store', '@azure/identity', () => import('@azure/identity'));
+  if (credential.kind === 'service-principal') {
+    // An authority the settings name is used as given: instance discovery asks the public cloud's
+    // authority about it, which fails for Azure Stack, ADFS and private authorities.
+    return new identity.ClientSecretCredential(credential.tenantId, credential.clientId, credential.clientSecret, { authorityHost, disableInstanceDiscovery: authorityHost !== undefined });
+  }
+  return new identity.DefaultAzureCredential({ authorityHost });
 }
 
 /**
@@ -122,15 +190,25 @@ export class AzureBlobStore implements ObjectStore {
     const name = this.name(path);
     const data = bytes(body);
     const blob = (await this.containerClient()).getBlockBlobClient(name);
+    // The SDK retries a Put Blob whose answer was lost (a reset connection, a 5xx after the write);
+    // the retry then finds the blob this call created. A token in the blob's metadata tells that
+    // apart from another writer's blob.
+    const token = randomUUID();
     try {
-      await blob.upload(data, data.byteLength, { conditions: { ifNoneMatch: '*' } });
+      await blob.upload(data, data.byteLength, { conditions: { ifNoneMatch: '*' }, metadata: { [WRITER_TOKEN]: token } });
       return true;
     } catch (e) {
       // Azure answers a Put Blob with If-None-Match: * on an existing blob with 409
       // BlobAlreadyExists; 412 ConditionNotMet is the generic failed-precondition answer. Both
-      // mean another writer holds the name.
-      if (statusOf(e) === 412 || codeOf(e) === 'BlobAlreadyExists') return false;
-      throw this.error(e, 'write', name);
+      // mean a blob holds the name.
+      if (statusOf(e) !== 412 && codeOf(e) !== 'BlobAlreadyExists') throw this.error(e, 'write', name);
+    }
+    try {
+      return (await blob.getProperties()).metadata?.[WRITER_TOKEN] === token;
+    } catch (e) {
+      // Deleted since: it existed when this call tried, so this call lost.
+      if (statusOf(e) === 404 && codeOf(e) !== 'ContainerNotFound') return false;
+      throw this.error(e, 'read', name);
     }
   }
 
@@ -222,12 +300,33 @@ export class AzureBlobStore implements ObjectStore {
       return io(`access denied to ${op} ${what}: the credential needs the ${DATA_ACTION[op]} permission, e.g. the Storage Blob Data Contributor role (${detail})`, false);
     }
     if (status === 403) return io(`the account ${this.account} rejected the credential for ${op} ${what} (${detail})`, false);
+    const errorName = String((e as { name?: unknown } | null)?.name);
+    if (IDENTITY_ERRORS.has(errorName)) {
+      if (azureCredential(this.options, this.account).kind === 'default-chain' && (errorName === 'CredentialUnavailableError' || allUnavailable(e))) {
+        return io(
+          `no credentials for ${op} ${what}: set connectionString, accountKey, sasToken or a service principal (tenantId, clientId, clientSecret) in the storage settings, or AZURE_TENANT_ID, AZURE_CLIENT_ID and AZURE_CLIENT_SECRET, or sign in with \`az login\` (the default chain of @azure/identity looked in the environment, workload and managed identity, Visual Studio Code, the Azure CLI, Azure PowerShell and the Azure Developer CLI)`,
+          false,
+        );
+      }
+      // Entra's answer names the tenant, the client and an AADSTS code, never the secret.
+      const why = e instanceof Error ? e.message.split('\n')[0] : String(e);
+      const who = this.options.clientId !== undefined ? ` for client ${this.options.clientId} in tenant ${this.options.tenantId}` : '';
+      return io(`cannot get a Microsoft Entra token${who} to ${op} ${what}: check the service principal's tenantId, clientId and clientSecret, and authorityHost (${why})`, false);
+    }
     if (NETWORK_CODES.has(code)) {
       return io(`cannot reach the endpoint ${this.options.endpoint ?? `of account ${this.account}`} to ${op} ${what} (${code})`, true);
     }
     const message = e instanceof Error ? e.message.split('\n')[0] : String(e);
     return io(`cannot ${op} ${what} (${detail}: ${message})`, status === undefined || status >= 500 || status === 429);
   }
+}
+
+const IDENTITY_ERRORS = new Set(['CredentialUnavailableError', 'AuthenticationError', 'AggregateAuthenticationError', 'AuthenticationRequiredError']);
+
+/** The default chain found nothing at all (as opposed to a credential that was tried and refused). */
+function allUnavailable(e: unknown): boolean {
+  const errors = (e as { errors?: unknown[] }).errors;
+  return Array.isArray(errors) && errors.length > 0 && errors.every((x) => (x as { name?: unknown } | null)?.name === 'CredentialUnavailableError');
 }
 
 /** The Azure RBAC data action each operation needs. */

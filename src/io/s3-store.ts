@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { open, readFile, stat } from 'node:fs/promises';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { TwinlakeError, notFound } from '../core/errors.ts';
@@ -16,6 +17,10 @@ export interface S3Options {
   credentials?: { accessKeyId: string; secretAccessKey: string; sessionToken?: string };
   /** Attempts per request, first one included (the SDK's default: 3). */
   maxAttempts?: number;
+  /** Milliseconds to wait for a connection to the endpoint (default 10000). */
+  connectionTimeout?: number;
+  /** Milliseconds a request may go without a byte sent or received before it fails and is retried (the SDK's default). */
+  socketTimeout?: number;
   /** Keys per ListObjectsV2 page; S3's maximum and default is 1000. */
   listPageSize?: number;
   /** putFile sends files at least this large in parts (default 16 MiB). */
@@ -25,6 +30,8 @@ export interface S3Options {
 }
 
 const MiB = 1024 * 1024;
+/** User metadata key (`x-amz-meta-twinlake-writer`) holding the id of the putIfAbsent call that created an object. */
+const WRITER_TOKEN = 'twinlake-writer';
 /** At most this many parts of one file are read and in flight: memory stays under 4 parts. */
 const PARTS_IN_FLIGHT = 4;
 /** S3 refuses multipart uploads of more parts; larger files get larger parts. */
@@ -52,6 +59,8 @@ function clientFor(options: S3Options): Promise<{ sdk: Sdk; client: S3Client }> 
         forcePathStyle: options.forcePathStyle,
         credentials: options.credentials,
         maxAttempts: options.maxAttempts,
+        // Without a connection timeout a request to an endpoint that drops packets waits forever.
+        requestHandler: { connectionTimeout: options.connectionTimeout ?? 10_000, socketTimeout: options.socketTimeout },
         // The SDK's default adds CRC32 flexible checksums to every upload; RADOS Gateway and other
         // S3-compatible servers reject or mishandle them. Send and check them only where S3 requires.
         requestChecksumCalculation: 'WHEN_REQUIRED',
@@ -137,14 +146,18 @@ export class S3Store implements ObjectStore {
   async putIfAbsent(path: string, body: Uint8Array | string): Promise<boolean> {
     const key = this.key(path);
     const { sdk, client } = await clientFor(this.options);
+    // The SDK retries a PUT whose answer was lost (a reset connection, a 5xx after the write); the
+    // retry then finds the object this call created and gets 412. A token in the object's metadata
+    // tells that apart from another writer's object.
+    const token = randomUUID();
     for (let attempt = 0; ; attempt++) {
       try {
-        await client.send(new sdk.PutObjectCommand({ Bucket: this.bucket, Key: key, Body: bytes(body), IfNoneMatch: '*' }));
+        await client.send(new sdk.PutObjectCommand({ Bucket: this.bucket, Key: key, Body: bytes(body), IfNoneMatch: '*', Metadata: { [WRITER_TOKEN]: token } }));
         return true;
       } catch (e) {
         // 412 PreconditionFailed: the key exists. A plain 409 is what some servers answer a writer
         // that lost to a concurrent create: taken as well.
-        if (httpStatus(e) === 412) return false;
+        if (httpStatus(e) === 412) return this.writtenBy(key, token);
         // 409 ConditionalRequestConflict means a concurrent write to the key was still in progress,
         // not that one finished: the other writer may yet fail. AWS says retry; the retry (still
         // If-None-Match: *) gets 412 if the other writer won. Treating it as taken could leave the
@@ -153,9 +166,22 @@ export class S3Store implements ObjectStore {
           await sleep(50 * 2 ** attempt * (0.5 + Math.random()));
           continue;
         }
-        if (httpStatus(e) === 409 && errorCode(e) !== 'ConditionalRequestConflict') return false;
+        if (httpStatus(e) === 409 && errorCode(e) !== 'ConditionalRequestConflict') return this.writtenBy(key, token);
         throw this.error(e, 'PutObject', key);
       }
+    }
+  }
+
+  /** After a create-only PUT found the key taken: whether an earlier attempt of the same call took it. */
+  private async writtenBy(key: string, token: string): Promise<boolean> {
+    const { sdk, client } = await clientFor(this.options);
+    try {
+      const res = await client.send(new sdk.HeadObjectCommand({ Bucket: this.bucket, Key: key }));
+      return res.Metadata?.[WRITER_TOKEN] === token;
+    } catch (e) {
+      // Deleted since: it existed when this call tried, so this call lost.
+      if (httpStatus(e) === 404) return false;
+      throw this.error(e, 'HeadObject', key);
     }
   }
 
@@ -300,20 +326,27 @@ export class S3Store implements ObjectStore {
     const where = key === '' ? `bucket ${JSON.stringify(this.bucket)}` : this.uri(key);
     if (code === 'NoSuchKey') return this.missing(key);
     if (code === 'NoSuchBucket') return this.noBucket(action, key);
-    if (code === 'PermanentRedirect' || status === 301) {
-      // S3 names the bucket's region in the x-amz-bucket-region header of the redirect.
-      const region = (e as { $response?: { headers?: Record<string, string> } }).$response?.headers?.['x-amz-bucket-region'];
+    if (code === 'PermanentRedirect' || status === 301 || code === 'AuthorizationHeaderMalformed' && bucketRegion(e) !== undefined) {
+      const region = bucketRegion(e);
       const where = region ? `is in region ${region}` : 'is in another region';
-      return io(`bucket ${JSON.stringify(this.bucket)} ${where}, not ${this.options.region}: set the S3 region${region ? ` to ${region}` : ''} (${action}: PermanentRedirect)`, false);
+      return io(`bucket ${JSON.stringify(this.bucket)} ${where}, not ${this.options.region}: set the S3 region${region ? ` to ${region}` : ''} (${action}: ${code === 'AuthorizationHeaderMalformed' ? code : 'PermanentRedirect'})`, false);
     }
     if (code === 'AccessDenied' || code === 'AllAccessDisabled' || status === 403 && !CREDENTIAL_CODES.has(code)) {
       return io(`access denied to ${action} on ${where}: the credentials need the ${PERMISSION[action]} permission (${detail})`, false);
     }
     if (CREDENTIAL_CODES.has(code)) return io(`the endpoint${this.at()} rejected the credentials for ${action} on ${where} (${detail})`, false);
     if (code === 'CredentialsProviderError') {
-      return io(`no credentials for ${action} on ${where}: set an access key in the storage settings, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or a profile (${detail})`, false);
+      // Where the SDK's default chain looks, in its order; the message must tell the user which
+      // setting to add, not echo anything found.
+      return io(
+        `no credentials for ${action} on ${where}: set an access key in the storage settings, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or a profile (credential.accessKeyId and credential.secretAccessKey, optional sessionToken; or AWS_PROFILE naming a profile). The SDK's default chain looked in the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN), SSO, the shared files ${process.env.AWS_SHARED_CREDENTIALS_FILE ?? '~/.aws/credentials'} and ${process.env.AWS_CONFIG_FILE ?? '~/.aws/config'}, a web identity token (AWS_WEB_IDENTITY_TOKEN_FILE), credential_process, and the container and EC2 instance metadata endpoints${process.env.AWS_EC2_METADATA_DISABLED === 'true' ? ' (disabled by AWS_EC2_METADATA_DISABLED)' : ''}`,
+        false,
+      );
     }
     const sysCode = (e as { code?: unknown }).code;
+    if (code === 'TimeoutError' && /inactivity/.test(e instanceof Error ? e.message : '')) {
+      return io(`the endpoint ${this.options.endpoint ?? `of region ${this.options.region}`} stopped answering ${action} on ${where} (TimeoutError after ${this.options.socketTimeout !== undefined ? `${this.options.socketTimeout} ms` : 'the SDK default time'} without data; socketTimeout sets the limit)`, true);
+    }
     if (typeof sysCode === 'string' && NETWORK_CODES.has(sysCode) || code === 'TimeoutError') {
       return io(`cannot reach the endpoint ${this.options.endpoint ?? `of region ${this.options.region}`} for ${action} on ${where} (${typeof sysCode === 'string' ? sysCode : code})`, true);
     }
@@ -339,6 +372,20 @@ const PERMISSION: Record<S3Action, string> = {
 
 const CREDENTIAL_CODES = new Set(['InvalidAccessKeyId', 'SignatureDoesNotMatch', 'ExpiredToken', 'InvalidToken']);
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH']);
+
+/**
+ * The region S3 says a bucket is in: the x-amz-bucket-region header of the redirect (the only
+ * place a HEAD answer has), else the error body's Region (AuthorizationHeaderMalformed) or the
+ * regional endpoint it names (`bucket.s3.eu-west-2.amazonaws.com`).
+ */
+function bucketRegion(e: unknown): string | undefined {
+  const err = e as { $response?: { headers?: Record<string, string> }; Region?: unknown; Endpoint?: unknown } | null;
+  const header = err?.$response?.headers?.['x-amz-bucket-region'];
+  if (header) return header;
+  if (typeof err?.Region === 'string' && err.Region !== '') return err.Region;
+  const endpoint = typeof err?.Endpoint === 'string' ? /(?:^|\.)s3[.-]([a-z]{2}(?:-[a-z]+)+-\d)\.amazonaws\.com/.exec(err.Endpoint)?.[1] : undefined;
+  return endpoint;
+}
 
 /** The S3 error code (`NoSuchKey`, `PreconditionFailed`): the SDK puts it in the error's name. */
 function errorCode(e: unknown): string {

@@ -2,6 +2,7 @@ import * as nodePath from 'node:path';
 import { invalidInput, unsupported } from '../core/errors.ts';
 import { localPath } from '../core/uri.ts';
 import { AzureBlobStore, type AzureOptions } from './azure-store.ts';
+import { GcsStore, type GcsOptions } from './gcs-store.ts';
 import { LocalStore } from './local-store.ts';
 import type { ObjectStore } from './object-store.ts';
 import { S3Store, type S3Options } from './s3-store.ts';
@@ -14,6 +15,7 @@ import { checkKey } from './keys.ts';
 export interface StorageOptions {
   s3?: S3Options;
   azure?: AzureOptions;
+  gcs?: GcsOptions;
 }
 
 /**
@@ -24,7 +26,7 @@ export interface StorageOptions {
  *
  * Locations: local paths and `file:` URIs; `s3://bucket/prefix` (and Hadoop's `s3a://`) with
  * `storage.s3`; `az://container/prefix` and `abfss://container@account.dfs.core.windows.net/prefix`
- * (and `abfs://`) with `storage.azure`.
+ * (and `abfs://`) with `storage.azure`; `gs://bucket/prefix` with `storage.gcs`.
  */
 export function storeForLocation(uri: string, storage: StorageOptions = {}): { store: ObjectStore; key: string } {
   if (uri === '') throw invalidInput('storage: expected a location, found an empty string');
@@ -63,16 +65,30 @@ export function storeForLocation(uri: string, storage: StorageOptions = {}): { s
       throw invalidInput(`storage: expected an Azure container name (3 to 63 lower-case letters, digits or single '-'), found ${JSON.stringify(container)} in ${JSON.stringify(uri)}`);
     }
     if (!storage.azure) {
-      throw invalidInput(`storage: ${JSON.stringify(uri)} is an Azure Blob location but no Azure settings were given (account, and a connection string, account key or SAS token)`, { uri });
+      throw invalidInput(`storage: ${JSON.stringify(uri)} is an Azure Blob location but no Azure settings were given (the account, and a connection string, account key, SAS token or service principal, or none for the default chain of @azure/identity)`, { uri });
     }
     if (account === undefined) {
       throw invalidInput(`storage: ${JSON.stringify(uri)} names no storage account and the Azure settings give none`, { uri });
     }
     return { store: new AzureBlobStore({ root: parent, account, container, prefix }, storage.azure), key };
   }
-  // TODO(issue 11): gs.
+  if (scheme === 'gs') {
+    if (!cloud) throw invalidInput(`storage: expected gs://bucket/key, found ${JSON.stringify(uri)}`);
+    const bucket = cloud[2];
+    const prefix = checkedPrefix(cloud[3], uri);
+    // GCS bucket names: 3 to 63 characters (up to 222 with dots, 63 per dot-separated part).
+    if (!/^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$/.test(bucket) || bucket.split('.').some((part) => part.length > 63) || !bucket.includes('.') && bucket.length > 63) {
+      throw invalidInput(`storage: expected a GCS bucket name (3 to 63 lower-case letters, digits, '-', '_' or '.'), found ${JSON.stringify(bucket)} in ${JSON.stringify(uri)}`);
+    }
+    // Unlike S3 (a region) and Azure (an account), GCS needs no setting: the SDK's default chain
+    // finds the credentials and the project. An empty object means exactly that.
+    return { store: new GcsStore({ root: parent, bucket, prefix }, storage.gcs ?? defaultGcs), key };
+  }
   throw unsupported(`storage: ${scheme}:// locations are not supported (location ${JSON.stringify(uri)})`, { uri, scheme });
 }
+
+/** One shared options object for gs:// locations given no GCS settings, so they share one client. */
+const defaultGcs: GcsOptions = {};
 
 function localStoreFor(uri: string, scheme: string | undefined): { store: ObjectStore; key: string } {
   const asPath = scheme === undefined ? nodePath.resolve(uri) + (uri.endsWith('/') ? '/' : '') : uri;

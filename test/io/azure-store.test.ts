@@ -1,14 +1,17 @@
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { BlobServiceClient, ContainerSASPermissions, StorageSharedKeyCredential, generateBlobSASQueryParameters } from '@azure/storage-blob';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AzureBlobStore, type AzureOptions } from '../../src/io/azure-store.ts';
+import { AzureBlobStore, type AzureOptions, azureCredential } from '../../src/io/azure-store.ts';
 import { FileIO } from '../../src/io/file-io.ts';
 import type { ObjectMeta } from '../../src/io/object-store.ts';
 import { storeForLocation } from '../../src/io/store-for-uri.ts';
-import { errorOf, tempDir } from '../helpers.ts';
+import { errorOf, repoRoot, tempDir } from '../helpers.ts';
 import { type Azurite, azuriteMissing, startAzurite } from '../servers/azurite.ts';
+import { LOOPBACK_TLS, startEntraDouble } from '../servers/entra-double.ts';
+import { startLossyProxy } from '../servers/lossy-proxy.ts';
 import { freePort } from '../servers/ports.ts';
 import { expectFileIoAt, objectStoreContract } from './object-store-contract.ts';
 
@@ -48,6 +51,13 @@ describe.skipIf(skip)(`AzureBlobStore on Azurite${skip ? ` (skipped: ${missing})
     return name;
   }
 
+  function sasFor(container: string, permissions: string): string {
+    return generateBlobSASQueryParameters(
+      { containerName: container, permissions: ContainerSASPermissions.parse(permissions), expiresOn: new Date(Date.now() + 3_600_000) },
+      new StorageSharedKeyCredential(azurite.account, azurite.accountKey),
+    ).toString();
+  }
+
   function storeAt(container: string, prefix: string, opts: AzureOptions = options): AzureBlobStore {
     const root = prefix === '' ? `az://${container}` : `az://${container}/${prefix}`;
     return new AzureBlobStore({ root, account: azurite.account, container, prefix }, opts);
@@ -59,6 +69,25 @@ describe.skipIf(skip)(`AzureBlobStore on Azurite${skip ? ` (skipped: ${missing})
     for (const name of ['wh/tx/neighbour', 'wh/t', 'outside']) await service.getContainerClient(container).getBlockBlobClient(name).upload('x', 1);
     return { store: storeAt(container, 'wh/t'), cleanup: async () => {} };
   }, { noncharacterKeys: false });
+
+  it('tells a retried putIfAbsent that its own lost-answer attempt won, and a second writer that it lost', async () => {
+    // The first create-only Put Blob reaches Azurite and creates the blob, but its answer is lost
+    // (a loopback proxy drops the connection); the SDK retries and the retry gets 409
+    // BlobAlreadyExists. Reading that as "taken" would tell the writer whose blob is there it lost.
+    const container = await newContainer();
+    const proxy = await startLossyProxy(azurite.endpoint);
+    try {
+      const store = storeAt(container, 'wh', { ...options, endpoint: `${proxy.endpoint}/${azurite.account}` });
+      const key = 't/_delta_log/00000000000000000001.json';
+      proxy.loseNext(1, (req) => req.method === 'PUT' && req.headers['if-none-match'] === '*');
+      expect(await store.putIfAbsent(key, 'mine')).toBe(true);
+      expect(proxy.log.filter((l) => l.startsWith('PUT')).map((l) => l.split(' ')[2])).toEqual(['lost', '409']);
+      expect(await store.putIfAbsent(key, 'someone else')).toBe(false);
+      expect(text(await store.get(key))).toBe('mine');
+    } finally {
+      await proxy.stop();
+    }
+  });
 
   it('authenticates with a connection string as well as an account key', async () => {
     const container = await newContainer();
@@ -141,6 +170,10 @@ describe.skipIf(skip)(`AzureBlobStore on Azurite${skip ? ` (skipped: ${missing})
     expect(e.message).toMatch(
       new RegExp(`^azure store: access denied to write blob "t/y.json" in container "${container}" of account devstoreaccount1: the credential needs the Microsoft.Storage/storageAccounts/blobServices/containers/blobs/write permission, e.g. the Storage Blob Data Contributor role \\(AuthorizationPermissionMismatch, HTTP 403\\)$`),
     );
+    expect((await errorOf(reader.delete('t/x.json'))).message).toMatch(/^azure store: access denied to delete blob "t\/x.json" .*blobs\/delete permission/);
+    const writer = storeAt(container, '', { account: azurite.account, endpoint: azurite.endpoint, sasToken: sasFor(container, 'cw') });
+    expect((await errorOf(writer.get('t/x.json'))).message).toMatch(/^azure store: access denied to read blob "t\/x.json" .*blobs\/read permission/);
+    expect((await errorOf(collect(writer.list('t/')))).message).toMatch(/^azure store: access denied to list blobs named "t\/"\* .*blobs\/read permission/);
   });
 
   it('says the account rejected the credential when the key is wrong', async () => {
@@ -162,10 +195,103 @@ describe('AzureBlobStore errors without a server', () => {
     expect(e.message).toMatch(new RegExp(`^azure store: cannot reach the endpoint ${endpoint} to write blob "wh/t/x.json" in container "tables" of account devstoreaccount1 \\((ECONNREFUSED|REQUEST_SEND_ERROR)\\)$`));
   });
 
-  it('asks for a credential when the settings give none', async () => {
-    const store = new AzureBlobStore({ root: 'az://tables', account: 'acct', container: 'tables', prefix: '' }, { account: 'acct' });
+  it('goes to the default chain of @azure/identity when the settings give no credential, and says where it looked', async () => {
+    const saved = { ...process.env };
+    const dir = tempDir();
+    try {
+      for (const k of Object.keys(process.env)) if (/^(AZURE_|IDENTITY_|MSI_|IMDS_)/.test(k)) delete process.env[k];
+      process.env.HOME = dir.path;
+      const store = new AzureBlobStore({ root: 'az://tables', account: 'acct', container: 'tables', prefix: '' }, { account: 'acct', maxAttempts: 1 });
+      const e = await errorOf(store.put('x', 'x'));
+      expect(e.kind).toBe('io');
+      expect(e.retryable).toBe(false);
+      expect(e.message).toBe(
+        'azure store: no credentials for write blob "x" in container "tables" of account acct: set connectionString, accountKey, sasToken or a service principal (tenantId, clientId, clientSecret) in the storage settings, or AZURE_TENANT_ID, AZURE_CLIENT_ID and AZURE_CLIENT_SECRET, or sign in with `az login` (the default chain of @azure/identity looked in the environment, workload and managed identity, Visual Studio Code, the Azure CLI, Azure PowerShell and the Azure Developer CLI)',
+      );
+    } finally {
+      process.env = saved;
+      dir.cleanup();
+    }
+  }, 30_000);
+});
+
+describe.skipIf(skip)(`AzureBlobStore as a service principal: Azurite over HTTPS, tokens from an Entra token endpoint test double${skip ? ` (skipped: ${missing})` : ''}`, () => {
+  it('gets a client-credentials token for Azure Storage with the tenant, client and secret, and reads and writes with it', async () => {
+    const tls = LOOPBACK_TLS;
+    const principal = { tenantId: 'tenant-0001', clientId: 'client-0001', clientSecret: 'principal-secret-value' };
+    const azurite = await startAzurite({ https: tls });
+    const entra = await startEntraDouble(tls, principal);
+    try {
+      // A child process, so that it trusts the loopback certificate (NODE_EXTRA_CA_CERTS is read at start).
+      const script = `
+        const { BlobServiceClient } = await import('@azure/storage-blob');
+        const { AzureBlobStore } = await import(${JSON.stringify(join(repoRoot, 'src/io/azure-store.ts'))});
+        const c = JSON.parse(process.argv[1]);
+        await BlobServiceClient.fromConnectionString(c.connectionString).getContainerClient('tables').create();
+        const at = (secret) => new AzureBlobStore({ root: 'az://tables/wh', account: c.account, container: 'tables', prefix: 'wh' },
+          { account: c.account, endpoint: c.endpoint, tenantId: c.tenantId, clientId: c.clientId, clientSecret: secret, authorityHost: c.authorityHost, maxAttempts: 1 });
+        const store = at(c.clientSecret);
+        const out = {};
+        await store.put('t/a.json', 'written with a token');
+        out.created = await store.putIfAbsent('t/b.json', 'b');
+        out.again = await store.putIfAbsent('t/b.json', 'b again');
+        out.read = new TextDecoder().decode(await store.get('t/a.json'));
+        out.listed = [];
+        for await (const m of store.list('t/')) out.listed.push(m.path);
+        out.wrong = await at('not-the-secret-value').put('t/c.json', 'c').then(() => 'written', (e) => ({ kind: e.kind, message: e.message }));
+        process.stdout.write(JSON.stringify(out));
+      `;
+      const config = { ...principal, account: azurite.account, endpoint: azurite.endpoint, connectionString: azurite.connectionString, authorityHost: entra.authorityHost };
+      const stdout = await new Promise<string>((resolve, reject) => {
+        execFile(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script, JSON.stringify(config)], { cwd: repoRoot, timeout: 60_000, env: { ...process.env, NODE_EXTRA_CA_CERTS: tls.certFile } }, (err, out, errOut) =>
+          err ? reject(new Error(`child failed: ${err.message}\n${errOut}`)) : resolve(out),
+        );
+      });
+      const out = JSON.parse(stdout);
+      expect(out).toMatchObject({ created: true, again: false, read: 'written with a token', listed: ['t/a.json', 't/b.json'] });
+      // The token came from a client-credentials request for Azure Storage naming this principal.
+      const first = entra.tokenRequests[0];
+      expect([first.get('grant_type'), first.get('client_id'), first.get('client_secret'), first.get('scope')]).toEqual(['client_credentials', 'client-0001', 'principal-secret-value', 'https://storage.azure.com/.default']);
+      expect(out.wrong.kind).toBe('io');
+      expect(out.wrong.message).toMatch(/^azure store: cannot get a Microsoft Entra token for client client-0001 in tenant tenant-0001 to write blob "wh\/t\/c.json" in container "tables" of account devstoreaccount1: check the service principal's tenantId, clientId and clientSecret, and authorityHost \(.*AADSTS7000215/);
+      expect(out.wrong.message).not.toContain('not-the-secret-value');
+    } finally {
+      await entra.stop();
+      await azurite.stop();
+    }
+  }, 60_000);
+});
+
+describe('Azure credentials from the settings', () => {
+  it('takes exactly one credential, or none for the default chain', () => {
+    expect(azureCredential({ connectionString: 'UseDevelopmentStorage=true' }, 'a')).toEqual({ kind: 'connection-string', connectionString: 'UseDevelopmentStorage=true' });
+    expect(azureCredential({ accountKey: 'a2V5' }, 'a')).toEqual({ kind: 'account-key', accountKey: 'a2V5' });
+    expect(azureCredential({ sasToken: 'sv=1&sig=2' }, 'a')).toEqual({ kind: 'sas', sasToken: 'sv=1&sig=2' });
+    expect(azureCredential({ tenantId: 't', clientId: 'c', clientSecret: 's' }, 'a')).toEqual({ kind: 'service-principal', tenantId: 't', clientId: 'c', clientSecret: 's' });
+    expect(azureCredential({ account: 'a', endpoint: 'https://a.blob.core.windows.net' }, 'a')).toEqual({ kind: 'default-chain' });
+  });
+
+  it('refuses two credentials and part of a service principal, naming what is there and what is missing but no secret', async () => {
+    const two = await errorOf(() => azureCredential({ accountKey: 'c2VjcmV0LWtleQ==', sasToken: 'sv=1&sig=secret-sig' }, 'acct'));
+    expect(two.kind).toBe('invalid-input');
+    expect(two.message).toBe('azure store: expected one credential for account "acct", found accountKey and sasToken');
+    const part = await errorOf(() => azureCredential({ tenantId: 't', clientSecret: 'very-secret' }, 'acct'));
+    expect(part.kind).toBe('invalid-input');
+    expect(part.message).toBe('azure store: expected a service principal\'s tenantId, clientId and clientSecret for account "acct", found no clientId');
+    // The store reports the same mistake on its first request.
+    const store = new AzureBlobStore({ root: 'az://tables', account: 'acct', container: 'tables', prefix: '' }, { clientId: 'c', clientSecret: 'very-secret' });
     const e = await errorOf(store.put('x', 'x'));
-    expect(e.kind).toBe('invalid-input');
-    expect(e.message).toBe('azure store: expected a connection string, an account key or a SAS token for account "acct", found none');
+    expect(e.message).toBe('azure store: expected a service principal\'s tenantId, clientId and clientSecret for account "acct", found no tenantId');
+    for (const m of [two.message, part.message, e.message]) expect(m).not.toMatch(/secret-|c2VjcmV0|very-secret/);
+  });
+
+  it('refuses a connection string the SDK cannot use without repeating it', async () => {
+    for (const connectionString of ['AccountName=acct;AccountKey=c2VjcmV0LWtleQ==', 'not-a-connection-string-c2VjcmV0']) {
+      const store = new AzureBlobStore({ root: 'az://tables', account: 'acct', container: 'tables', prefix: '' }, { connectionString });
+      const e = await errorOf(store.put('x', 'x'));
+      expect(e.kind).toBe('invalid-input');
+      expect(e.message).toMatch(/^azure store: expected a connection string of the form AccountName=…;AccountKey=…;BlobEndpoint=… \(or with SharedAccessSignature=…\) for account "acct", found one the SDK cannot use \(.+\)$/);
+      expect(e.message).not.toContain('c2VjcmV0');
+    }
   });
 });

@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { isTwinlakeError } from '../../src/core/errors.ts';
 import { AzureBlobStore, type AzureOptions } from '../../src/io/azure-store.ts';
 import { FileIO } from '../../src/io/file-io.ts';
+import { GcsStore } from '../../src/io/gcs-store.ts';
 import { LocalStore } from '../../src/io/local-store.ts';
 import { S3Store, type S3Options } from '../../src/io/s3-store.ts';
 import { storeForLocation } from '../../src/io/store-for-uri.ts';
@@ -67,10 +68,32 @@ describe('storeForLocation', () => {
   });
 
   it('refuses schemes it has no store for, naming the scheme', () => {
-    for (const uri of ['gs://b/k', 'hdfs://nn/k', 'wasbs://c@a.blob.core.windows.net/k']) {
+    for (const uri of ['hdfs://nn/k', 'wasbs://c@a.blob.core.windows.net/k']) {
       expect(kindOf(() => storeForLocation(uri, { s3: S3, azure: AZURE })), uri).toBe('unsupported');
     }
-    expect(() => storeForLocation('gs://bucket/key')).toThrow(/gs:\/\//);
+    expect(() => storeForLocation('hdfs://nn/key')).toThrow(/hdfs:\/\//);
+  });
+
+  it('maps gs:// locations to a GCS store on the bucket and prefix above the key', () => {
+    const gcs = { projectId: 'lake-project' };
+    const { store, key } = storeForLocation('gs://lake/wh/ns/t/metadata/v1.metadata.json', { gcs });
+    expect(store).toBeInstanceOf(GcsStore);
+    expect(store.root).toBe('gs://lake/wh/ns/t/metadata');
+    expect(key).toBe('v1.metadata.json');
+    expect((store as GcsStore).bucket).toBe('lake');
+    expect((store as GcsStore).prefix).toBe('wh/ns/t/metadata');
+    const top = storeForLocation('gs://lake.example.com/t/', { gcs });
+    expect(top.store.root).toBe('gs://lake.example.com');
+    expect(top.key).toBe('t/');
+    // No settings: the SDK's default chain finds the credentials and the project.
+    expect(storeForLocation('gs://lake/t').store).toBeInstanceOf(GcsStore);
+  });
+
+  it('refuses gs:// locations with a bucket name GCS does not allow', () => {
+    for (const bad of ['gs://A/k', 'gs://ab/k', 'gs://-lake/k', `gs://${'a'.repeat(64)}/k`, 'gs:///k', 'gs://lake//k/x']) {
+      expect(kindOf(() => storeForLocation(bad, {})), bad).toBe('invalid-input');
+    }
+    expect(() => storeForLocation('gs://Lake/t')).toThrow(/^storage: expected a GCS bucket name .* found "Lake" in "gs:\/\/Lake\/t"$/);
   });
 
   it('maps s3:// and s3a:// locations to an S3 store on the bucket and prefix above the key', () => {
@@ -145,8 +168,8 @@ describe('storeForLocation', () => {
 
   it('loads no cloud SDK for local locations, and each SDK only when its store is used', async () => {
     // A resolve hook refuses the SDK packages: local work must succeed without them, and the
-    // S3 and Azure stores must reach for them only on their first request.
-    const hook = `export async function resolve(s, c, next) { if (/^@(aws-sdk|azure)\\//.test(s)) throw new Error('refused ' + s); return next(s, c); }`;
+    // S3, Azure and GCS stores must reach for them only on their first request.
+    const hook = `export async function resolve(s, c, next) { if (/^@(aws-sdk|azure|google-cloud)\\//.test(s)) throw new Error('refused ' + s); return next(s, c); }`;
     const script = `
       import { register } from 'node:module';
       register('data:text/javascript,' + encodeURIComponent(${JSON.stringify(hook)}));
@@ -157,9 +180,11 @@ describe('storeForLocation', () => {
       const out = { local: new TextDecoder().decode(await local.store.get(local.key)) };
       const s3 = storeForLocation('s3://lake/t/x.json', { s3: { region: 'us-east-1', endpoint: 'http://127.0.0.1:1' } });
       const az = storeForLocation('az://lake/t/x.json', { azure: { account: 'acct', accountKey: 'a2V5' } });
-      out.resolved = [s3.store.root, az.store.root];
+      const gs = storeForLocation('gs://lake/t/x.json', { gcs: { apiEndpoint: 'http://127.0.0.1:1' } });
+      out.resolved = [s3.store.root, az.store.root, gs.store.root];
       out.s3 = await s3.store.head(s3.key).then(() => 'loaded', (e) => e.message);
       out.azure = await az.store.head(az.key).then(() => 'loaded', (e) => e.message);
+      out.gcs = await gs.store.head(gs.key).then(() => 'loaded', (e) => e.message);
       process.stdout.write(JSON.stringify(out));
     `;
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'twinlake-store-for-uri-'));
@@ -171,9 +196,10 @@ describe('storeForLocation', () => {
       });
       expect(JSON.parse(stdout)).toEqual({
         local: 'local',
-        resolved: ['s3://lake/t', 'az://lake/t'],
+        resolved: ['s3://lake/t', 'az://lake/t', 'gs://lake/t'],
         s3: expect.stringMatching(/^s3 store: cannot load @aws-sdk\/client-s3 \(refused @aws-sdk\/client-s3\); reinstall twinlake's dependencies$/),
         azure: expect.stringMatching(/^azure store: cannot load @azure\/storage-blob \(refused @azure\/storage-blob\); reinstall twinlake's dependencies$/),
+        gcs: expect.stringMatching(/^gcs store: cannot load @google-cloud\/storage \(refused @google-cloud\/storage\); reinstall twinlake's dependencies$/),
       });
     } finally {
       await fs.rm(dir, { recursive: true, force: true });

@@ -28,9 +28,19 @@ export function azuriteMissing(): string | undefined {
   return existsSync(BIN) ? undefined : `Azurite is not installed (${BIN} is missing; npm ci installs it from devDependencies)`;
 }
 
-export async function startAzurite(): Promise<Azurite> {
+export interface AzuriteOptions {
+  /**
+   * Serve HTTPS with this certificate and accept OAuth bearer tokens (`--oauth basic`: Azurite
+   * checks a token's issuer, audience and lifetime, not its signature). The SDK sends tokens only
+   * over HTTPS, so service-principal tests need this.
+   */
+  https?: { certFile: string; keyFile: string };
+}
+
+export async function startAzurite(options: AzuriteOptions = {}): Promise<Azurite> {
   const dir = mkdtempSync(join(tmpdir(), 'twinlake-azurite-'));
   const args = ['--blobHost', '127.0.0.1', '--blobPort', '0', '--inMemoryPersistence', '--extentMemoryLimit', '1024', '--skipApiVersionCheck', '--disableTelemetry', '--loose', '--silent'];
+  if (options.https) args.push('--cert', options.https.certFile, '--key', options.https.keyFile, '--oauth', 'basic');
   // cwd: Azurite writes its debug and metadata files to the working folder.
   const child: ChildProcess = spawn(process.execPath, [BIN, ...args], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
   const kill = () => child.kill('SIGKILL');
@@ -40,7 +50,7 @@ export async function startAzurite(): Promise<Azurite> {
     const timer = setTimeout(() => reject(new Error(`azurite did not start in 30 s:\n${out}`)), 30_000);
     const onData = (chunk: Buffer) => {
       out += chunk.toString();
-      const m = /successfully listens on http:\/\/127\.0\.0\.1:(\d+)/.exec(out);
+      const m = /successfully listens on https?:\/\/127\.0\.0\.1:(\d+)/.exec(out);
       if (m) {
         clearTimeout(timer);
         resolve(Number(m[1]));
@@ -53,12 +63,13 @@ export async function startAzurite(): Promise<Azurite> {
       reject(new Error(`azurite exited with code ${code}:\n${out}`));
     });
   });
-  const endpoint = `http://127.0.0.1:${port}/${ACCOUNT}`;
+  const protocol = options.https ? 'https' : 'http';
+  const endpoint = `${protocol}://127.0.0.1:${port}/${ACCOUNT}`;
   return {
     endpoint,
     account: ACCOUNT,
     accountKey: KEY,
-    connectionString: `DefaultEndpointsProtocol=http;AccountName=${ACCOUNT};AccountKey=${KEY};BlobEndpoint=${endpoint};`,
+    connectionString: `DefaultEndpointsProtocol=${protocol};AccountName=${ACCOUNT};AccountKey=${KEY};BlobEndpoint=${endpoint};`,
     async stop() {
       process.off('exit', kill);
       const exited = new Promise((resolve) => child.once('exit', resolve));
