@@ -50,6 +50,10 @@ export async function openCatalog(config: CatalogConfig, opts: { warehouseUri: s
   }
   if (config.type !== 'sql' && config.type !== 'glue') throw invalidInput(`catalog: expected type sql, glue or rest, found ${JSON.stringify(config.type)}`);
   const local = opts.warehouseUri.startsWith('file:');
+  const uri = config.type === 'glue' ? undefined : config.uri ?? (local ? `${localPath(opts.warehouseUri)}/catalog.db` : undefined);
+  if (config.type === 'sql' && uri === undefined) {
+    throw invalidInput(`catalog: the warehouse ${opts.warehouseUri} is not on local disk, so the SQL catalog needs catalog.uri (a SQLite file or a postgresql:// URI)`);
+  }
   // As the Lakehouse's embedded default does for a local warehouse: a store rooted at the warehouse.
   const store = local ? new LocalStore(localPath(opts.warehouseUri)) : storeForLocation(opts.warehouseUri, opts.storage).store;
   const warehouse = { store, rootUri: opts.warehouseUri };
@@ -66,11 +70,7 @@ export async function openCatalog(config: CatalogConfig, opts: { warehouseUri: s
     });
     return { catalog, close: () => catalog.close() };
   }
-  const uri = config.uri ?? (local ? `${localPath(opts.warehouseUri)}/catalog.db` : undefined);
-  if (uri === undefined) {
-    throw invalidInput(`catalog: the warehouse ${opts.warehouseUri} is not on local disk, so the SQL catalog needs catalog.uri (a SQLite file or a postgresql:// URI)`);
-  }
-  const { catalog, deltaRegistry } = await openSqlCatalog({ uri, name: config.name, warehouse, readOnly });
+  const { catalog, deltaRegistry } = await openSqlCatalog({ uri: uri!, name: config.name, warehouse, readOnly });
   return {
     catalog,
     deltaRegistry,

@@ -401,7 +401,6 @@ export function registerCommands(program: Command): void {
       out(`config file  ${config.file ?? '(none)'}`);
       const width = Math.max(...config.entries.map((e) => e.key.length));
       for (const e of config.entries) out(`${e.key.padEnd(width)}  ${e.value}  (${e.source})`);
-      if (config.storageUnsupported) out(`note: ${config.storageUnsupported.message}`);
       out(printEngine(engine));
     });
 

@@ -155,6 +155,7 @@ export const CONFIG_KEYS: readonly ConfigKey[] = [
   { path: 'storage.endpoint', expects: 'a URL such as "http://127.0.0.1:7480"', check: url, env: 'TWINLAKE_STORAGE_ENDPOINT', doc: 'S3-compatible server or Azure Blob service URL (Azurite)' },
   { path: 'storage.forcePathStyle', expects: 'true or false', check: bool, env: 'TWINLAKE_STORAGE_FORCE_PATH_STYLE', default: 'false', doc: 'S3 only: bucket in the path, as most S3-compatible servers need' },
   { path: 'storage.account', expects: STRING, check: text, env: 'TWINLAKE_STORAGE_ACCOUNT', default: 'AZURE_STORAGE_ACCOUNT', doc: 'Azure storage account (abfss:// warehouses name their own)' },
+  { path: 'storage.project', expects: STRING, check: text, env: 'TWINLAKE_STORAGE_PROJECT', doc: 'GCS project of the bucket (default the credentials\' project)' },
   { path: 'storage.credential.accessKeyId', expects: STRING, check: text, env: 'TWINLAKE_STORAGE_ACCESS_KEY_ID', doc: 'S3 access key ID (with secretAccessKey)' },
   { path: 'storage.credential.secretAccessKey', expects: SECRET, check: secretText, env: 'TWINLAKE_STORAGE_SECRET_ACCESS_KEY', secret: true, doc: 'S3 secret access key' },
   { path: 'storage.credential.sessionToken', expects: SECRET, check: secretText, env: 'TWINLAKE_STORAGE_SESSION_TOKEN', secret: true, doc: 'S3 session token of temporary credentials' },

@@ -34,7 +34,6 @@ export async function loadConfig(opts: LoadConfigOptions = {}): Promise<Twinlake
  */
 export async function openConfiguredLakehouse(config: TwinlakeConfig, opts: { readOnly?: boolean; onWarning?: (message: string) => void } = {}): Promise<{ lake: Lakehouse; close: () => Promise<void> }> {
   resolveEngineSettings(config.engine);
-  if (config.storageUnsupported) throw config.storageUnsupported;
   const cloud = config.storage.s3 !== undefined || config.storage.azure !== undefined;
   let opened: OpenedCatalog | undefined;
   if (config.catalogConfigured) opened = await openCatalog(config.catalog, { warehouseUri: config.warehouseUri, storage: config.storage, readOnly: opts.readOnly });

@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { invalidInput, isTwinlakeError, unsupported, type TwinlakeError } from '../core/errors.ts';
+import { invalidInput, isTwinlakeError } from '../core/errors.ts';
 import { fileUri, isUri } from '../core/uri.ts';
 import { parseTableIdentifier } from '../catalog/catalog.ts';
 import { DEFAULT_CATALOG, type CatalogConfig } from '../catalog/open-catalog.ts';
@@ -9,6 +9,7 @@ import type { TableFormat } from '../format/dual/table-properties.ts';
 import type { StorageOptions } from '../io/store-for-uri.ts';
 import type { S3Options } from '../io/s3-store.ts';
 import type { AzureOptions } from '../io/azure-store.ts';
+import type { GcsOptions } from '../io/gcs-store.ts';
 import type { ConfigFile } from './config-file.ts';
 import {
   checkConfigValue,
@@ -53,11 +54,6 @@ export interface TwinlakeConfig {
   warehouseUri: string;
   provider: StorageProvider;
   storage: StorageOptions;
-  /**
-   * A setting the stores cannot take yet (an Azure service principal, GCS keys): using the storage
-   * fails with it; `twinlake config` still shows the settings.
-   */
-  storageUnsupported?: TwinlakeError;
   catalog: CatalogConfig;
   /** False when nothing configured the catalog: the Lakehouse's embedded default serves. */
   catalogConfigured: boolean;
@@ -141,7 +137,7 @@ export function resolveConfig(sources: ConfigSources = {}): TwinlakeConfig {
   }
   checkCredentials(picked);
 
-  const { storage, storageUnsupported } = storageOptions(provider, value, picked);
+  const storage = storageOptions(provider, value, picked);
 
   const catalogSet = CONFIG_KEYS.some((k) => k.path.startsWith('catalog.') && k.path !== 'catalog.namespace' && picked.has(k.path));
   const catalog: CatalogConfig = { ...DEFAULT_CATALOG };
@@ -170,7 +166,6 @@ export function resolveConfig(sources: ConfigSources = {}): TwinlakeConfig {
     warehouseUri,
     provider,
     storage,
-    storageUnsupported,
     catalog,
     catalogConfigured: catalogSet,
     engine,
@@ -212,6 +207,7 @@ const GCS_CREDENTIAL_KEYS = ['storage.credential.keyFile'];
 const PROVIDER_ONLY: Record<string, StorageProvider> = {
   'storage.forcePathStyle': 's3',
   'storage.account': 'azure',
+  'storage.project': 'gcs',
   'storage.container': 'azure',
   ...Object.fromEntries(S3_CREDENTIAL_KEYS.map((k) => [k, 's3'])),
   ...Object.fromEntries(AZURE_CREDENTIAL_KEYS.map((k) => [k, 'azure'])),
@@ -283,7 +279,7 @@ function checkCredentials(picked: Map<string, Picked>): void {
  * so does the other cloud store when keys only it takes are given (an Azure account beside an S3
  * warehouse serves az:// locations read by path). The endpoint belongs to the provider's store.
  */
-function storageOptions(provider: StorageProvider, value: <T>(p: string) => T | undefined, picked: Map<string, Picked>): { storage: StorageOptions; storageUnsupported?: TwinlakeError } {
+function storageOptions(provider: StorageProvider, value: <T>(p: string) => T | undefined, picked: Map<string, Picked>): StorageOptions {
   const storage: StorageOptions = {};
   const implied = (p: StorageProvider) => provider === p || [...picked.keys()].some((k) => PROVIDER_ONLY[k] === p);
   const wantS3 = implied('s3');
@@ -306,21 +302,30 @@ function storageOptions(provider: StorageProvider, value: <T>(p: string) => T | 
   if (wantAzure) {
     const azure: AzureOptions = {};
     if (endpoint !== undefined && endpointFor === 'azure') azure.endpoint = endpoint;
-    for (const [k, to] of [['storage.account', 'account'], ['storage.credential.connectionString', 'connectionString'], ['storage.credential.accountKey', 'accountKey'], ['storage.credential.sasToken', 'sasToken']] as const) {
+    for (const [k, to] of [
+      ['storage.account', 'account'],
+      ['storage.credential.connectionString', 'connectionString'],
+      ['storage.credential.accountKey', 'accountKey'],
+      ['storage.credential.sasToken', 'sasToken'],
+      ['storage.credential.tenantId', 'tenantId'],
+      ['storage.credential.clientId', 'clientId'],
+      ['storage.credential.clientSecret', 'clientSecret'],
+    ] as const) {
       const v = value<string>(k);
       if (v !== undefined) azure[to] = v;
     }
     storage.azure = azure;
-    if (picked.has('storage.credential.tenantId')) {
-      // AzureOptions (src/io/azure-store.ts) takes no token credential yet.
-      return { storage, storageUnsupported: unsupported('storage: an Azure service principal (storage.credential tenantId, clientId, clientSecret) is not supported yet; the Azure store takes a connection string, an account key or a SAS token') };
-    }
   }
-  if (provider === 'gcs') {
-    // StorageOptions (src/io/store-for-uri.ts) has no GCS settings yet.
-    return { storage, storageUnsupported: unsupported('storage: gcs (gs://) warehouses are not supported yet') };
+  if (implied('gcs')) {
+    const gcs: GcsOptions = {};
+    if (endpoint !== undefined && provider === 'gcs') gcs.apiEndpoint = endpoint;
+    const project = value<string>('storage.project');
+    if (project !== undefined) gcs.projectId = project;
+    const keyFile = value<string>('storage.credential.keyFile');
+    if (keyFile !== undefined) gcs.keyFilename = keyFile;
+    storage.gcs = gcs;
   }
-  return { storage };
+  return storage;
 }
 
 function tableDefaults(file: ConfigFile | undefined, namespace: string | undefined): Map<string, TableDefaults> {

@@ -79,12 +79,12 @@ tables:
 
   it('refuses unknown keys with the nearest one, and wrong types, naming the key path, file, line and column', () => {
     const cases: [string, string][] = [
-      ['storage:\n  regoin: us-east-1\n', 'line 2, column 3: unknown key "storage.regoin" (did you mean "storage.region"?); the keys of "storage" are provider, bucket, container, prefix, region, endpoint, forcePathStyle, account, credential'],
+      ['storage:\n  regoin: us-east-1\n', 'line 2, column 3: unknown key "storage.regoin" (did you mean "storage.region"?); the keys of "storage" are provider, bucket, container, prefix, region, endpoint, forcePathStyle, account, project, credential'],
       ['storage:\n  credential:\n    secretAccesKey: x\n', 'line 3, column 5: unknown key "storage.credential.secretAccesKey" (did you mean "storage.credential.secretAccessKey"?)'],
       ['catalgo:\n  type: sql\n', 'line 1, column 1: unknown key "catalgo" (did you mean "catalog"?)'],
       ['catalog:\n  type: hive\n', 'line 2, column 3: "catalog.type" must be one of sql, glue, rest, found "hive"'],
       ['storage:\n  forcePathStyle: yes\n', 'line 2, column 3: "storage.forcePathStyle" must be true or false, found "yes"'],
-      ['storage: s3\n', 'line 1, column 1: "storage" must be a mapping of the keys provider, bucket, container, prefix, region, endpoint, forcePathStyle, account, credential, found "s3"'],
+      ['storage: s3\n', 'line 1, column 1: "storage" must be a mapping of the keys provider, bucket, container, prefix, region, endpoint, forcePathStyle, account, project, credential, found "s3"'],
       ['threads: "4"\n', 'line 1, column 1: "threads" must be a positive whole number, found "4"'],
       ['tables:\n  a.b:\n    writeMode: upsert\n', 'line 3, column 5: tables["a.b"].writeMode must be one of append, overwrite, merge, found "upsert"'],
       ['tables:\n  a.b:\n    snapshotRetention: 7 days\n', 'line 3, column 5: tables["a.b"].snapshotRetention must be a duration such as "7d", "36h" or "2w", found "7 days"'],
@@ -150,7 +150,9 @@ describe('precedence: option > environment > file > the SDKs\' variables > defau
     expect(thrown(() => resolveText('warehouse: s3://lake/a\nstorage:\n  provider: s3\n  bucket: lake\n  prefix: b\n')).message).toMatch(/^config: warehouse s3:\/\/lake\/a .* is not the bucket or container and prefix of storage \(s3:\/\/lake\/b\)/);
     expect(thrown(() => resolveText('warehouse: az://box/wh\nstorage:\n  credential:\n    accountKey: k3y-1\n    sasToken: sv=1\n')).message).toBe('config: storage.credential gives accountKey and sasToken; give one Azure credential');
     const principal = resolveText('warehouse: az://box/wh\nstorage:\n  account: a\n  credential:\n    tenantId: t\n    clientId: c\n    clientSecret: s3cr3t\n');
-    expect([principal.storageUnsupported?.kind, principal.storageUnsupported?.message]).toEqual(['unsupported', 'storage: an Azure service principal (storage.credential tenantId, clientId, clientSecret) is not supported yet; the Azure store takes a connection string, an account key or a SAS token']);
+    expect(principal.storage.azure).toEqual({ account: 'a', tenantId: 't', clientId: 'c', clientSecret: 's3cr3t' });
+    const gcs = resolveText('warehouse: gs://lake/wh\nstorage:\n  project: p1\n  endpoint: http://127.0.0.1:4443\n  credential:\n    keyFile: key.json\n');
+    expect(gcs.storage.gcs).toEqual({ projectId: 'p1', apiEndpoint: 'http://127.0.0.1:4443', keyFilename: '/etc/lake/key.json' });
   });
 
   it('finds twinlake.yaml, .yml or .json in the folder, and refuses two of them', async () => {
@@ -194,7 +196,7 @@ describe('openCatalog', () => {
     // The rows carry the configured catalog name; the embedded default is untouched.
     const again = await openCatalog({ type: 'sql', name: 'spark_cat', uri: dbPath }, { warehouseUri: fileUri(wh), readOnly: true });
     expect(await again.catalog.listTables(['a'])).toEqual([{ namespace: ['a'], name: 'ice' }]);
-    expect(again.deltaRegistry?.location({ namespace: ['a'], name: 'del' })).toBe(`${fileUri(wh)}/a/del`);
+    expect(await again.deltaRegistry?.location({ namespace: ['a'], name: 'del' })).toBe(`${fileUri(wh)}/a/del`);
     await again.close();
     const other = await openCatalog({ type: 'sql', name: 'twinlake', uri: dbPath }, { warehouseUri: fileUri(wh), readOnly: true });
     expect(await other.catalog.listNamespaces()).toEqual([]);
@@ -205,16 +207,12 @@ describe('openCatalog', () => {
     expect((await import('node:fs')).existsSync(join(wh, 'catalog.db'))).toBe(true);
   });
 
-  it('refuses what is not built yet as unsupported, naming the type (and never the URI, which may hold a password)', async () => {
+  it('refuses a REST catalog as not built yet, and a Glue catalog without a region (never quoting a token)', async () => {
     const at = { warehouseUri: fileUri(tmp.path) };
-    for (const [config, message] of [
-      [{ type: 'glue', name: 'twinlake' }, 'catalog: type glue is not supported yet (supported: sql with a SQLite file)'],
-      [{ type: 'rest', name: 'twinlake', uri: 'http://127.0.0.1:8181', token: 't0ken' }, 'catalog: type rest is not supported yet (supported: sql with a SQLite file)'],
-      [{ type: 'sql', name: 'twinlake', uri: 'postgresql://lake:pa55word@db.example.com/lake' }, 'catalog: type sql on a postgresql:// URI is not supported yet (supported: a SQLite file)'],
-    ] as const) {
-      const e = await errorOf(openCatalog(config, at));
-      expect([e.kind, e.message]).toEqual(['unsupported', message]);
-    }
+    const rest = await errorOf(openCatalog({ type: 'rest', name: 'twinlake', uri: 'http://127.0.0.1:8181', token: 't0ken' }, at));
+    expect([rest.kind, rest.message]).toEqual(['unsupported', 'catalog: type rest is not supported yet (supported: sql, glue)']);
+    const glue = await errorOf(openCatalog({ type: 'glue', name: 'twinlake' }, at));
+    expect([glue.kind, glue.message]).toEqual(['invalid-input', 'catalog: type glue needs catalog.region (the AWS region of the Glue Data Catalog)']);
     const cloud = await errorOf(openCatalog({ type: 'sql', name: 'twinlake' }, { warehouseUri: 's3://lake/wh' }));
     expect(cloud.message).toBe('catalog: the warehouse s3://lake/wh is not on local disk, so the SQL catalog needs catalog.uri (a SQLite file or a postgresql:// URI)');
   });
