@@ -2,7 +2,6 @@ import type { Column, Database as GlueDatabase, GlueClient, Table as GlueTable, 
 import { systemClock, type Clock } from '../core/clock.ts';
 import { errorMessage, invalidInput, isTwinlakeError, notFound, TwinlakeError, unsupported } from '../core/errors.ts';
 import { relativeTo } from '../core/uri.ts';
-import { parseTableMetadata, serializeTableMetadata } from '../format/iceberg/table-metadata.ts';
 import type { IcebergType, NestedField, TableMetadata } from '../format/iceberg/types.ts';
 import { applyUpdates, checkRequirements } from '../format/iceberg/updates.ts';
 import { loadSdk } from '../io/cloud-sdk.ts';
@@ -18,7 +17,7 @@ import {
   type TableCommit,
   type TableIdentifier,
 } from './catalog.ts';
-import { metadataFileVersion } from './sql-catalog.ts';
+import { MetadataFiles, metadataFileVersion } from './metadata-files.ts';
 
 export interface GlueCatalogOptions {
   /** The AWS region whose Glue Data Catalog holds the databases (each region has its own). */
@@ -95,7 +94,7 @@ export class GlueCatalog implements Catalog {
   private readonly store: ObjectStore;
   private readonly warehouseUri: string;
   private readonly clock: Clock;
-  private readonly parsed = new Map<string, { metadata: TableMetadata; size: number; modified: number }>();
+  private readonly files: MetadataFiles;
   private client?: Promise<{ sdk: Sdk; client: GlueClient }>;
 
   constructor(options: GlueCatalogOptions) {
@@ -106,6 +105,7 @@ export class GlueCatalog implements Catalog {
     this.name = options.name ?? 'glue';
     this.region = options.region;
     this.store = options.warehouse.store;
+    this.files = new MetadataFiles(this.store, 'glue catalog');
     this.warehouseUri = options.warehouse.rootUri.replace(/\/+$/, '');
     this.clock = options.clock ?? systemClock;
     if (this.warehouseUri !== this.store.root && relativeTo(this.store.root, this.warehouseUri) === undefined) {
@@ -220,7 +220,7 @@ export class GlueCatalog implements Catalog {
   async loadTable(id: TableIdentifier): Promise<LoadTableResult> {
     const table = await this.requireTable(id);
     const metadataLocation = icebergPointer(table, id);
-    return { metadataLocation, metadata: await this.readMetadata(metadataLocation, id) };
+    return { metadataLocation, metadata: await this.files.read(metadataLocation, id) };
   }
 
   async createTable(id: TableIdentifier, metadata: TableMetadata): Promise<LoadTableResult> {
@@ -230,14 +230,14 @@ export class GlueCatalog implements Catalog {
     await this.requireDatabase(id.namespace);
     if (await this.getTable(database, name)) throw tableExists(id);
     const located = metadata.location ? metadata : { ...metadata, location: this.defaultTableLocation(id) };
-    const written = await this.writeMetadataFile(located, 1);
+    const written = await this.files.write(located, 1);
     try {
       await this.createGlueTable(id, database, tableInput(name, written.uri, written.metadata, undefined, undefined));
     } catch (e) {
-      await this.deleteQuietly(written.uri);
+      await this.files.deleteQuietly(written.uri);
       throw e;
     }
-    await this.resetVersionHint(written.uri, written.version);
+    await this.files.resetHint(written.uri, written.version);
     return { metadataLocation: written.uri, metadata: written.metadata };
   }
 
@@ -247,7 +247,7 @@ export class GlueCatalog implements Catalog {
     const name = this.tableNameFor(id, 'create');
     await this.requireDatabase(id.namespace);
     if (await this.getTable(database, name)) throw tableExists(id);
-    const metadata = await this.readMetadata(metadataLocation);
+    const metadata = await this.files.read(metadataLocation);
     await this.createGlueTable(id, database, tableInput(name, metadataLocation, metadata, undefined, undefined));
     return { metadataLocation, metadata };
   }
@@ -264,7 +264,7 @@ export class GlueCatalog implements Catalog {
         table: formatTableIdentifier(id),
       });
     }
-    const base = await this.readMetadata(current, id);
+    const base = await this.files.read(current, id);
     let next: TableMetadata;
     try {
       checkRequirements(base, commit.requirements);
@@ -274,7 +274,7 @@ export class GlueCatalog implements Catalog {
       if (isTwinlakeError(e, 'commit-conflict')) return { status: 'conflict', reason: e.message };
       throw e;
     }
-    const written = await this.writeMetadataFile(next, metadataFileVersion(current) + 1);
+    const written = await this.files.write(next, metadataFileVersion(current) + 1);
     const input = tableInput(table.Name!, written.uri, written.metadata, table, current);
     let failure: unknown;
     try {
@@ -295,15 +295,15 @@ export class GlueCatalog implements Catalog {
     if (failure !== undefined) {
       const outcome = await this.afterFailedUpdate(id, database, table, written.uri, failure).catch(async (e: unknown) => {
         // Refused for certain: nothing points at the new file. Unknown: the table may point at it.
-        if (!isTwinlakeError(e, 'commit-state-unknown')) await this.deleteQuietly(written.uri);
+        if (!isTwinlakeError(e, 'commit-state-unknown')) await this.files.deleteQuietly(written.uri);
         throw e;
       });
       if (outcome.status === 'conflict') {
-        await this.deleteQuietly(written.uri);
+        await this.files.deleteQuietly(written.uri);
         return outcome;
       }
     }
-    const hint = this.advanceVersionHint(database, table.Name!, written.uri);
+    const hint = this.files.advanceHint(async () => (await this.getTable(database, table.Name!))?.Parameters?.[METADATA_LOCATION], written.uri);
     if (options.deferFollowUp) return { status: 'committed', metadataLocation: written.uri, metadata: written.metadata, followUp: hint };
     await hint;
     return { status: 'committed', metadataLocation: written.uri, metadata: written.metadata };
@@ -312,11 +312,11 @@ export class GlueCatalog implements Catalog {
   async dropTable(id: TableIdentifier, options: { purge?: boolean } = {}): Promise<void> {
     const table = await this.requireTable(id);
     const current = icebergPointer(table, id);
-    let purgePrefix: string | undefined;
+    let purgeLocation: string | undefined;
     if (options.purge) {
-      const metadata = await this.readMetadata(current, id).catch(() => undefined);
+      const metadata = await this.files.read(current, id).catch(() => undefined);
       const location = metadata?.location ?? table.StorageDescriptor?.Location ?? current.replace(/\/metadata\/[^/]+$/, '');
-      purgePrefix = this.keyOf(location) + '/';
+      purgeLocation = location;
     }
     await this.call(
       'DeleteTable',
@@ -328,11 +328,7 @@ export class GlueCatalog implements Catalog {
         },
       },
     );
-    if (purgePrefix !== undefined) {
-      // Everything under the table's folder: data, manifests, metadata, and the Delta log beside them.
-      this.parsed.clear();
-      for await (const object of this.store.list(purgePrefix)) await this.store.delete(object.path);
-    }
+    if (purgeLocation !== undefined) await this.files.purge(purgeLocation);
   }
 
   // ---- Glue calls
@@ -439,7 +435,7 @@ export class GlueCatalog implements Catalog {
       throw this.commitStateUnknown(id, ours, failure);
     }
     const pointer = now?.Parameters?.[METADATA_LOCATION];
-    if (pointer === ours) return { status: 'committed', metadataLocation: ours, metadata: (await this.readMetadata(ours, id)) };
+    if (pointer === ours) return { status: 'committed', metadataLocation: ours, metadata: (await this.files.read(ours, id)) };
     const moved = now === undefined || now.VersionId !== before.VersionId;
     if (code === 'ConcurrentModificationException' || code === 'EntityNotFoundException') {
       return {
@@ -573,97 +569,6 @@ export class GlueCatalog implements Catalog {
     );
   }
 
-  // ---- metadata files (as SqlCatalog writes them: create-only v<N>.metadata.json and a version hint)
-
-  private keyOf(uri: string): string {
-    const key = relativeTo(this.store.root, uri);
-    if (key === undefined || key === '') throw unsupported(`glue catalog: location ${uri} is outside the warehouse store ${this.store.root}`, { uri });
-    return key;
-  }
-
-  private async readMetadata(uri: string, table?: TableIdentifier): Promise<TableMetadata> {
-    const cached = this.parsed.get(uri);
-    if (cached) {
-      const now = await this.store.head(this.keyOf(uri));
-      if (now && now.size === cached.size && now.modified === cached.modified) return cached.metadata;
-      this.parsed.delete(uri);
-    }
-    let bytes: Uint8Array;
-    try {
-      bytes = await this.store.get(this.keyOf(uri));
-    } catch (e) {
-      if (table && isTwinlakeError(e, 'not-found')) {
-        throw new TwinlakeError('data-invalid', `glue catalog: table ${formatTableIdentifier(table)} points to metadata file ${uri}, which does not exist`, { uri });
-      }
-      throw e;
-    }
-    return this.remember(uri, parseTableMetadata(new TextDecoder().decode(bytes), uri));
-  }
-
-  /** A parsed metadata file is reused while the file is the same one (same size and modification time). */
-  private async remember(uri: string, metadata: TableMetadata): Promise<TableMetadata> {
-    const info = await this.store.head(this.keyOf(uri));
-    this.parsed.delete(uri);
-    if (!info) return metadata;
-    this.parsed.set(uri, { metadata, size: info.size, modified: info.modified });
-    while (this.parsed.size > 16) this.parsed.delete(this.parsed.keys().next().value!);
-    return metadata;
-  }
-
-  /** `v<N>.metadata.json`, create-only; a taken name moves on, then past the highest version in the folder. */
-  private async writeMetadataFile(metadata: TableMetadata, firstVersion: number): Promise<{ uri: string; version: number; metadata: TableMetadata }> {
-    const dir = (metadata.properties?.['write.metadata.path'] ?? `${metadata.location}/metadata`).replace(/\/+$/, '');
-    const body = serializeTableMetadata(metadata);
-    let version = firstVersion;
-    for (let attempt = 0; attempt < 8; attempt++) {
-      const uri = `${dir}/v${version}.metadata.json`;
-      if (await this.store.putIfAbsent(this.keyOf(uri), body)) return { uri, version, metadata: await this.remember(uri, metadata) };
-      if (attempt < 2) version += 1;
-      else {
-        let max = version;
-        for await (const o of this.store.list(this.keyOf(dir) + '/')) if (o.path.endsWith('.metadata.json')) max = Math.max(max, metadataFileVersion(o.path));
-        version = max + 1;
-      }
-    }
-    throw new TwinlakeError('commit-conflict', `glue catalog: every metadata file name tried in ${dir} was taken by concurrent writers`, { dir });
-  }
-
-  /**
-   * `version-hint.text` lets path-based readers find the current metadata file without Glue. It
-   * only moves forward; when a concurrent commit moved the table while we wrote it, it is written
-   * again for that one. A failure here does not undo the commit: the Glue table is the truth.
-   */
-  private async advanceVersionHint(database: string, name: string, committed: string): Promise<void> {
-    try {
-      let pointer: string | undefined = committed;
-      for (let attempt = 0; attempt < 3 && pointer !== undefined; attempt++) {
-        const version = /\/v(\d+)\.metadata\.json$/.exec(pointer)?.[1];
-        if (version === undefined) return;
-        const key = this.keyOf(hintLocation(pointer));
-        const held = await this.store.get(key).then(
-          (b) => Number.parseInt(new TextDecoder().decode(b).trim(), 10),
-          () => 0,
-        );
-        if (held >= Number(version)) return;
-        await this.store.put(key, version);
-        const now: string | undefined = (await this.getTable(database, name))?.Parameters?.[METADATA_LOCATION];
-        if (now === pointer) return;
-        pointer = now;
-      }
-    } catch {
-      // See above: the hint is an optimisation.
-    }
-  }
-
-  private async resetVersionHint(metadataLocation: string, version: number): Promise<void> {
-    await this.store.put(this.keyOf(hintLocation(metadataLocation)), String(version)).catch(() => undefined);
-  }
-
-  private async deleteQuietly(uri: string): Promise<void> {
-    // Nothing points at this file; if deleting fails it is an orphan that cleanup removes later.
-    this.parsed.delete(uri);
-    await this.store.delete(this.keyOf(uri)).catch(() => undefined);
-  }
 }
 
 /**
@@ -777,10 +682,6 @@ function tableExists(id: TableIdentifier): TwinlakeError {
 function tableNotFound(id: TableIdentifier, region?: string): TwinlakeError {
   const where = region ? ` in Glue database ${id.namespace[0]} (region ${region})` : '';
   return notFound(`glue catalog: table ${formatTableIdentifier(id)} does not exist${where}`, { table: formatTableIdentifier(id) });
-}
-
-function hintLocation(metadataLocation: string): string {
-  return metadataLocation.slice(0, metadataLocation.lastIndexOf('/')) + '/version-hint.text';
 }
 
 const CREDENTIAL_CODES = new Set(['UnrecognizedClientException', 'InvalidSignatureException', 'ExpiredTokenException', 'InvalidClientTokenId', 'IncompleteSignature', 'MissingAuthenticationTokenException']);

@@ -1,11 +1,11 @@
+import { MetadataFiles, metadataFileVersion } from './metadata-files.ts';
 import Database from 'better-sqlite3';
 import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
 import * as nodePath from 'node:path';
 import { systemClock, type Clock } from '../core/clock.ts';
-import { errorMessage, invalidInput, isTwinlakeError, notFound, TwinlakeError, unsupported } from '../core/errors.ts';
+import { errorMessage, invalidInput, isTwinlakeError, notFound, TwinlakeError } from '../core/errors.ts';
 import { localPath, relativeTo } from '../core/uri.ts';
 import type { ObjectStore } from '../io/object-store.ts';
-import { parseTableMetadata, serializeTableMetadata } from '../format/iceberg/table-metadata.ts';
 import type { TableMetadata } from '../format/iceberg/types.ts';
 import { applyUpdates, checkRequirements } from '../format/iceberg/updates.ts';
 import {
@@ -56,7 +56,7 @@ export interface SqlCatalogOptions {
  * concurrent commit won.
  */
 export class SqlCatalog implements Catalog {
-  private readonly parsed = new Map<string, { metadata: TableMetadata; size: number; modified: number }>();
+  private readonly files: MetadataFiles;
   readonly name: string;
   /** The SQLite file, or the PostgreSQL URI without its password. */
   readonly dbPath: string;
@@ -73,6 +73,7 @@ export class SqlCatalog implements Catalog {
       throw invalidInput(`sql catalog: expected a catalog name of 1 to 255 characters, found ${JSON.stringify(this.name)}`);
     }
     this.store = options.warehouse.store;
+    this.files = new MetadataFiles(this.store, 'sql catalog');
     this.warehouseUri = options.warehouse.rootUri.replace(/\/+$/, '');
     this.clock = options.clock ?? systemClock;
     this.readOnly = options.readOnly === true;
@@ -202,7 +203,7 @@ export class SqlCatalog implements Catalog {
   async loadTable(id: TableIdentifier): Promise<LoadTableResult> {
     checkTableIdentifier(id);
     const metadataLocation = await this.requirePointer(id);
-    return { metadataLocation, metadata: await this.readMetadata(metadataLocation, id) };
+    return { metadataLocation, metadata: await this.files.read(metadataLocation, id) };
   }
 
   async createTable(id: TableIdentifier, metadata: TableMetadata): Promise<LoadTableResult> {
@@ -212,14 +213,14 @@ export class SqlCatalog implements Catalog {
     if ((await this.pointer(id)) !== undefined) throw alreadyExists(id);
     const sql = await this.ready;
     const located = metadata.location ? metadata : { ...metadata, location: this.defaultTableLocation(id) };
-    const written = await this.writeMetadataFile(located, 1);
+    const written = await this.files.write(located, 1);
     try {
       await this.query(`registering ${formatTableIdentifier(id)}`, () => this.driver.run(sql.insertTable, [this.name, id.namespace.join('.'), id.name, written.uri]));
     } catch (e) {
-      await this.deleteQuietly(written.uri);
+      await this.files.deleteQuietly(written.uri);
       throw isConstraintError(e) ? alreadyExists(id) : e;
     }
-    await this.resetVersionHint(written.uri, written.version);
+    await this.files.resetHint(written.uri, written.version);
     return { metadataLocation: written.uri, metadata: written.metadata };
   }
 
@@ -229,7 +230,7 @@ export class SqlCatalog implements Catalog {
     await this.requireNamespace(id.namespace);
     if ((await this.pointer(id)) !== undefined) throw alreadyExists(id);
     const sql = await this.ready;
-    const metadata = await this.readMetadata(metadataLocation);
+    const metadata = await this.files.read(metadataLocation);
     try {
       await this.query(`registering ${formatTableIdentifier(id)}`, () => this.driver.run(sql.insertTable, [this.name, id.namespace.join('.'), id.name, metadataLocation]));
     } catch (e) {
@@ -242,7 +243,7 @@ export class SqlCatalog implements Catalog {
     checkTableIdentifier(id);
     this.requireWritable(`commit to ${formatTableIdentifier(id)}`);
     const current = await this.requirePointer(id);
-    const base = await this.readMetadata(current, id);
+    const base = await this.files.read(current, id);
     let next: TableMetadata;
     try {
       checkRequirements(base, commit.requirements);
@@ -254,7 +255,7 @@ export class SqlCatalog implements Catalog {
       throw e;
     }
     const sql = await this.ready;
-    const written = await this.writeMetadataFile(next, metadataFileVersion(current) + 1);
+    const written = await this.files.write(next, metadataFileVersion(current) + 1);
 
     let changed: number;
     try {
@@ -263,7 +264,7 @@ export class SqlCatalog implements Catalog {
       const failure = e instanceof SwapFailure ? e : new SwapFailure('unknown', e);
       if (failure.applied === false) {
         // The UPDATE certainly did not happen (a lock wait gave up, the connection failed first).
-        await this.deleteQuietly(written.uri);
+        await this.files.deleteQuietly(written.uri);
         throw sqlError(failure.error, `committing ${formatTableIdentifier(id)}`, this.driver);
       }
       throw new TwinlakeError(
@@ -274,14 +275,14 @@ export class SqlCatalog implements Catalog {
       );
     }
     if (changed === 0) {
-      await this.deleteQuietly(written.uri);
+      await this.files.deleteQuietly(written.uri);
       const now = await this.pointer(id);
       return {
         status: 'conflict',
         reason: `sql catalog: table ${formatTableIdentifier(id)} was changed by a concurrent commit: expected metadata ${current}, found ${now ?? 'no table'}`,
       };
     }
-    const hint = this.advanceVersionHint(id);
+    const hint = this.files.advanceHint(() => this.pointer(id));
     if (options.deferFollowUp) return { status: 'committed', metadataLocation: written.uri, metadata: written.metadata, followUp: hint };
     await hint;
     return { status: 'committed', metadataLocation: written.uri, metadata: written.metadata };
@@ -291,20 +292,16 @@ export class SqlCatalog implements Catalog {
     checkTableIdentifier(id);
     this.requireWritable(`drop ${formatTableIdentifier(id)}`);
     const current = await this.requirePointer(id);
-    let purgePrefix: string | undefined;
+    let purgeLocation: string | undefined;
     if (options.purge) {
-      const metadata = await this.readMetadata(current, id).catch(() => undefined);
+      const metadata = await this.files.read(current, id).catch(() => undefined);
       const location = metadata?.location ?? current.replace(/\/metadata\/[^/]+$/, '');
-      purgePrefix = this.keyOf(location) + '/';
+      purgeLocation = location;
     }
     const sql = await this.ready;
     const changed = await this.query(`dropping ${formatTableIdentifier(id)}`, () => this.driver.run(sql.dropTable, [this.name, id.namespace.join('.'), id.name]));
     if (changed === 0) throw notFound(`sql catalog: table ${formatTableIdentifier(id)} does not exist`, { table: formatTableIdentifier(id) });
-    if (purgePrefix !== undefined) {
-      // Everything under the table's folder: data, manifests, metadata, and the Delta log beside them.
-      this.parsed.clear();
-      for await (const object of this.store.list(purgePrefix)) await this.store.delete(object.path);
-    }
+    if (purgeLocation !== undefined) await this.files.purge(purgeLocation);
   }
 
   // ---- internals
@@ -385,114 +382,6 @@ export class SqlCatalog implements Catalog {
     return location;
   }
 
-  private keyOf(uri: string): string {
-    const key = relativeTo(this.store.root, uri);
-    if (key === undefined || key === '') {
-      throw unsupported(`sql catalog: location ${uri} is outside the warehouse store ${this.store.root}`, { uri });
-    }
-    return key;
-  }
-
-  /** `table` set: the file is the table's current metadata, so a missing file is corrupt state. */
-  private async readMetadata(uri: string, table?: TableIdentifier): Promise<TableMetadata> {
-    const cached = this.parsed.get(uri);
-    if (cached) {
-      const now = await this.store.head(this.keyOf(uri));
-      if (now && now.size === cached.size && now.modified === cached.modified) return cached.metadata;
-      this.parsed.delete(uri);
-    }
-    let bytes: Uint8Array;
-    try {
-      bytes = await this.store.get(this.keyOf(uri));
-    } catch (e) {
-      if (table && isTwinlakeError(e, 'not-found')) {
-        throw new TwinlakeError('data-invalid', `sql catalog: table ${formatTableIdentifier(table)} points to metadata file ${uri}, which does not exist`, { uri });
-      }
-      throw e;
-    }
-    return this.remember(uri, parseTableMetadata(new TextDecoder().decode(bytes)));
-  }
-
-  /**
-   * Metadata files are immutable once written, so a parsed one is reused while the file is the
-   * same one (same size and modification time: a name freed by a lost compare-and-swap, or by a
-   * dropped table, may be written again with other content): a commit then parses nothing it has
-   * already seen or written itself.
-   */
-  private async remember(uri: string, metadata: TableMetadata): Promise<TableMetadata> {
-    const info = await this.store.head(this.keyOf(uri));
-    this.parsed.delete(uri);
-    if (!info) return metadata;
-    this.parsed.set(uri, { metadata, size: info.size, modified: info.modified });
-    while (this.parsed.size > 16) this.parsed.delete(this.parsed.keys().next().value!);
-    return metadata;
-  }
-
-  /**
-   * Writes `v<N>.metadata.json` create-only. A taken name (a crash leftover, a concurrent writer,
-   * or files of a dropped table of the same name) moves on to the next number; after a few
-   * misses it jumps past the highest version in the folder.
-   */
-  private async writeMetadataFile(metadata: TableMetadata, firstVersion: number): Promise<{ uri: string; version: number; metadata: TableMetadata }> {
-    const dir = metadataFolder(metadata);
-    const body = serializeTableMetadata(metadata);
-    let version = firstVersion;
-    for (let attempt = 0; attempt < 8; attempt++) {
-      const uri = `${dir}/v${version}.metadata.json`;
-      if (await this.store.putIfAbsent(this.keyOf(uri), body)) return { uri, version, metadata: await this.remember(uri, metadata) };
-      version = attempt < 2 ? version + 1 : Math.max(version, await this.highestVersion(dir)) + 1;
-    }
-    throw new TwinlakeError('commit-conflict', `sql catalog: every metadata file name tried in ${dir} was taken by concurrent writers`, { dir });
-  }
-
-  private async highestVersion(dir: string): Promise<number> {
-    let max = 0;
-    for await (const object of this.store.list(this.keyOf(dir) + '/')) {
-      if (object.path.endsWith('.metadata.json')) max = Math.max(max, metadataFileVersion(object.path));
-    }
-    return max;
-  }
-
-  /**
-   * `version-hint.text`, next to the current metadata file, lets path-based readers find it without
-   * the catalog. It only moves forward, to the version the catalog points at; writing it again
-   * when a concurrent commit moved the pointer while we wrote undoes a stale overwrite. A failure
-   * here does not undo the commit, which already happened: the catalog row is the truth.
-   */
-  private async advanceVersionHint(id: TableIdentifier): Promise<void> {
-    try {
-      let pointer = await this.pointer(id);
-      for (let attempt = 0; attempt < 3; attempt++) {
-        const version = pointer === undefined ? undefined : ownMetadataVersion(pointer);
-        if (pointer === undefined || version === undefined) return;
-        const key = this.keyOf(hintLocation(pointer));
-        const held = await this.store.get(key).then(
-          (b) => Number.parseInt(new TextDecoder().decode(b).trim(), 10),
-          () => 0,
-        );
-        if (held >= version) return;
-        await this.store.put(key, String(version));
-        // The pointer still where it was: no concurrent commit can have written a newer hint
-        // that ours overwrote, so there is nothing to read back.
-        const now = await this.pointer(id);
-        if (now === pointer) return;
-        pointer = now;
-      }
-    } catch {
-      // See above: the hint is an optimisation.
-    }
-  }
-
-  /** A new table's hint wins over one left by a dropped table of the same name. */
-  private async resetVersionHint(metadataLocation: string, version: number): Promise<void> {
-    await this.store.put(this.keyOf(hintLocation(metadataLocation)), String(version)).catch(() => undefined);
-  }
-
-  private async deleteQuietly(uri: string): Promise<void> {
-    // Nothing points at this file; if deleting fails it is an orphan that cleanup removes later.
-    this.parsed.delete(uri);
-    await this.store.delete(this.keyOf(uri)).catch(() => undefined);
-  }
 }
 
 const EXISTS_PROPERTY = 'exists';
@@ -500,31 +389,6 @@ const CATALOG_TABLES = ['iceberg_tables', 'iceberg_namespace_properties'];
 
 function byCodePoint(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
-}
-
-/**
- * The version number of a metadata file name: `v12.metadata.json` (ours, Hadoop tables) or
- * `00012-<uuid>.metadata.json` (Java and PyIceberg catalogs); 0 for other names.
- */
-export function metadataFileVersion(location: string): number {
-  const name = location.slice(location.lastIndexOf('/') + 1);
-  const m = /^v(\d+)(?:\.gz)?\.metadata\.json$/.exec(name) ?? /^(\d+)-.*\.metadata\.json$/.exec(name);
-  return m ? Number(m[1]) : 0;
-}
-
-/** The N of our own `v<N>.metadata.json` names, the form path-based readers resolve a hint to. */
-function ownMetadataVersion(location: string): number | undefined {
-  const m = /\/v(\d+)\.metadata\.json$/.exec(location);
-  return m ? Number(m[1]) : undefined;
-}
-
-function hintLocation(metadataLocation: string): string {
-  return metadataLocation.slice(0, metadataLocation.lastIndexOf('/')) + '/version-hint.text';
-}
-
-/** Iceberg's `write.metadata.path` table property moves metadata files out of `<location>/metadata`. */
-function metadataFolder(metadata: TableMetadata): string {
-  return (metadata.properties?.['write.metadata.path'] ?? `${metadata.location}/metadata`).replace(/\/+$/, '');
 }
 
 function openDatabase(dbPath: string): Database.Database {

@@ -7,7 +7,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TableIdentifier } from '../../src/catalog/catalog.ts';
 import { openSqlCatalog } from '../../src/catalog/open-sql-catalog.ts';
-import { metadataFileVersion } from '../../src/catalog/sql-catalog.ts';
+import { metadataFileVersion } from '../../src/catalog/metadata-files.ts';
 import { LocalStore } from '../../src/io/local-store.ts';
 import { serializeTableMetadata } from '../../src/format/iceberg/table-metadata.ts';
 import { Lakehouse } from '../../src/table/lakehouse.ts';

@@ -1,0 +1,159 @@
+import { isTwinlakeError, TwinlakeError, unsupported } from '../core/errors.ts';
+import { relativeTo } from '../core/uri.ts';
+import { parseTableMetadata, serializeTableMetadata } from '../format/iceberg/table-metadata.ts';
+import type { TableMetadata } from '../format/iceberg/types.ts';
+import type { ObjectStore } from '../io/object-store.ts';
+import { formatTableIdentifier, type TableIdentifier } from './catalog.ts';
+
+/**
+ * The metadata files a pointer catalog (SQL, Glue) writes in the warehouse store: create-only
+ * `v<N>.metadata.json` files, a `version-hint.text` beside them for path-based readers, and a
+ * small cache of parsed files. The catalog's own row or entry is the truth; these are the files it
+ * points at. `domain` starts every message ("sql catalog", "glue catalog").
+ */
+export class MetadataFiles {
+  private readonly parsed = new Map<string, { metadata: TableMetadata; size: number; modified: number }>();
+
+  constructor(
+    private readonly store: ObjectStore,
+    private readonly domain: string,
+  ) {}
+
+  keyOf(uri: string): string {
+    const key = relativeTo(this.store.root, uri);
+    if (key === undefined || key === '') {
+      throw unsupported(`${this.domain}: location ${uri} is outside the warehouse store ${this.store.root}`, { uri });
+    }
+    return key;
+  }
+
+  /** `table` set: the file is the table's current metadata, so a missing file is corrupt state. */
+  async read(uri: string, table?: TableIdentifier): Promise<TableMetadata> {
+    const cached = this.parsed.get(uri);
+    if (cached) {
+      const now = await this.store.head(this.keyOf(uri));
+      if (now && now.size === cached.size && now.modified === cached.modified) return cached.metadata;
+      this.parsed.delete(uri);
+    }
+    let bytes: Uint8Array;
+    try {
+      bytes = await this.store.get(this.keyOf(uri));
+    } catch (e) {
+      if (table && isTwinlakeError(e, 'not-found')) {
+        throw new TwinlakeError('data-invalid', `${this.domain}: table ${formatTableIdentifier(table)} points to metadata file ${uri}, which does not exist`, { uri });
+      }
+      throw e;
+    }
+    return this.remember(uri, parseTableMetadata(new TextDecoder().decode(bytes), uri));
+  }
+
+  /**
+   * Writes `v<N>.metadata.json` create-only. A taken name (a crash leftover, a concurrent writer,
+   * or files of a dropped table of the same name) moves on to the next number; after a few
+   * misses it jumps past the highest version in the folder.
+   */
+  async write(metadata: TableMetadata, firstVersion: number): Promise<{ uri: string; version: number; metadata: TableMetadata }> {
+    const dir = metadataFolder(metadata);
+    const body = serializeTableMetadata(metadata);
+    let version = firstVersion;
+    for (let attempt = 0; attempt < 8; attempt++) {
+      const uri = `${dir}/v${version}.metadata.json`;
+      if (await this.store.putIfAbsent(this.keyOf(uri), body)) return { uri, version, metadata: await this.remember(uri, metadata) };
+      version = attempt < 2 ? version + 1 : Math.max(version, await this.highestVersion(dir)) + 1;
+    }
+    throw new TwinlakeError('commit-conflict', `${this.domain}: every metadata file name tried in ${dir} was taken by concurrent writers`, { dir });
+  }
+
+  /**
+   * Moves `version-hint.text` forward to the version the catalog points at (`pointer()`, read
+   * again after writing: a concurrent commit that moved the pointer meanwhile may have had its
+   * newer hint overwritten by ours, so it is written again for that one). A failure here does not
+   * undo the commit, which already happened: the hint is an optimisation.
+   */
+  async advanceHint(pointer: () => Promise<string | undefined>, committed?: string): Promise<void> {
+    try {
+      let at = committed ?? (await pointer());
+      for (let attempt = 0; attempt < 3; attempt++) {
+        const version = at === undefined ? undefined : ownMetadataVersion(at);
+        if (at === undefined || version === undefined) return;
+        const key = this.keyOf(hintLocation(at));
+        const held = await this.store.get(key).then(
+          (b) => Number.parseInt(new TextDecoder().decode(b).trim(), 10),
+          () => 0,
+        );
+        if (held >= version) return;
+        await this.store.put(key, String(version));
+        const now = await pointer();
+        if (now === at) return;
+        at = now;
+      }
+    } catch {
+      // See above.
+    }
+  }
+
+  /** A new table's hint wins over one left by a dropped table of the same name. */
+  async resetHint(metadataLocation: string, version: number): Promise<void> {
+    await this.store.put(this.keyOf(hintLocation(metadataLocation)), String(version)).catch(() => undefined);
+  }
+
+  /** A metadata file nothing points at; if deleting fails it is an orphan that cleanup removes later. */
+  async deleteQuietly(uri: string): Promise<void> {
+    this.parsed.delete(uri);
+    await this.store.delete(this.keyOf(uri)).catch(() => undefined);
+  }
+
+  /** Deletes everything under a dropped table's folder: data, manifests, metadata, and the Delta log beside them. */
+  async purge(location: string): Promise<void> {
+    this.parsed.clear();
+    for await (const object of this.store.list(this.keyOf(location) + '/')) await this.store.delete(object.path);
+  }
+
+  /**
+   * Metadata files are immutable once written, so a parsed one is reused while the file is the
+   * same one (same size and modification time: a name freed by a lost compare-and-swap, or by a
+   * dropped table, may be written again with other content): a commit then parses nothing it has
+   * already seen or written itself.
+   */
+  private async remember(uri: string, metadata: TableMetadata): Promise<TableMetadata> {
+    const info = await this.store.head(this.keyOf(uri));
+    this.parsed.delete(uri);
+    if (!info) return metadata;
+    this.parsed.set(uri, { metadata, size: info.size, modified: info.modified });
+    while (this.parsed.size > 16) this.parsed.delete(this.parsed.keys().next().value!);
+    return metadata;
+  }
+
+  private async highestVersion(dir: string): Promise<number> {
+    let max = 0;
+    for await (const object of this.store.list(this.keyOf(dir) + '/')) {
+      if (object.path.endsWith('.metadata.json')) max = Math.max(max, metadataFileVersion(object.path));
+    }
+    return max;
+  }
+}
+
+/**
+ * The version number of a metadata file name: `v12.metadata.json` (ours, Hadoop tables) or
+ * `00012-<uuid>.metadata.json` (Java and PyIceberg catalogs); 0 for other names.
+ */
+export function metadataFileVersion(location: string): number {
+  const name = location.slice(location.lastIndexOf('/') + 1);
+  const m = /^v(\d+)(?:\.gz)?\.metadata\.json$/.exec(name) ?? /^(\d+)-.*\.metadata\.json$/.exec(name);
+  return m ? Number(m[1]) : 0;
+}
+
+/** The N of our own `v<N>.metadata.json` names, the form path-based readers resolve a hint to. */
+function ownMetadataVersion(location: string): number | undefined {
+  const m = /\/v(\d+)\.metadata\.json$/.exec(location);
+  return m ? Number(m[1]) : undefined;
+}
+
+function hintLocation(metadataLocation: string): string {
+  return metadataLocation.slice(0, metadataLocation.lastIndexOf('/')) + '/version-hint.text';
+}
+
+/** Iceberg's `write.metadata.path` table property moves metadata files out of `<location>/metadata`. */
+function metadataFolder(metadata: TableMetadata): string {
+  return (metadata.properties?.['write.metadata.path'] ?? `${metadata.location}/metadata`).replace(/\/+$/, '');
+}
