@@ -1,6 +1,7 @@
 import { Writable } from 'node:stream';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { DuckDBInstance } from '@duckdb/node-api';
 import { expect, it } from 'vitest';
 import { FileIO } from '../../src/io/file-io.ts';
 import { storeForLocation } from '../../src/io/store-for-uri.ts';
@@ -150,6 +151,39 @@ export function cloudWarehouseSuite(server: CloudServer): void {
       // Nothing in use after the export: the cache is back within its bound of one byte.
       expect(fx.lake.readCache.bytes).toBeLessThanOrEqual(1);
     } finally {
+      await fx.close();
+    }
+  });
+
+  it('adds Parquet files already in the bucket, reading only their footers', async () => {
+    const fx = await openCloudLake(server);
+    const tmp = scratch();
+    try {
+      const t = fx.lake.table('sales.adopted');
+      await t.append(rowsOf(0, 5));
+      const location = `${fx.warehouse}/sales/adopted`;
+      // Files another writer put below the table (no field IDs: matched by name).
+      const db = await DuckDBInstance.create(':memory:');
+      const conn = await db.connect();
+      for (const [n, from] of [[1, 100], [2, 200]] as const) {
+        const local = join(tmp.path, `part-${n}.parquet`);
+        await conn.run(`COPY (SELECT (${from} + i)::BIGINT AS id, 'n' || i AS name, 'us' AS region FROM range(50) t(i)) TO '${local}' (FORMAT parquet)`);
+        await fx.lake.io.putFile(`${location}/imported/part-${n}.parquet`, local);
+      }
+      conn.closeSync();
+      const r = await t.addFiles([`${location}/imported/*.parquet`]);
+      expect([r.files, r.rows]).toEqual([2, 100]);
+      // Only the footers were fetched (ranged reads into sparse files): nothing went into the read cache.
+      expect(fx.lake.readCache.bytes).toBe(0);
+      const expected = [...range(0, 5), ...range(100, 150), ...range(200, 250)];
+      await expectCloudBothEqual(t, fx.lake.io, expected, tmp.path);
+      expect(ids(await t.read({ where: 'id >= 200' }))).toEqual(range(200, 250));
+      const again = await errorOf(t.addFiles([`${location}/imported/part-1.parquet`]));
+      expect(again.message).toBe(`add-files sales.adopted: ${location}/imported/part-1.parquet: already a live file of the table; a file is added once`);
+      const none = await errorOf(t.addFiles([`${location}/imported/nothing-*.parquet`]));
+      expect(none.message).toBe(`add-files sales.adopted: ${location}/imported/nothing-*.parquet: no file matches`);
+    } finally {
+      tmp.cleanup();
       await fx.close();
     }
   });

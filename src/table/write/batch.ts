@@ -1,6 +1,7 @@
 import { rm } from 'node:fs/promises';
 import { relative, sep } from 'node:path';
 import { errorMessage, invalidInput, isTwinlakeError, TwinlakeError } from '../../core/errors.ts';
+import { mapLimit } from '../../core/concurrency.ts';
 import { newUuid } from '../../core/ids.ts';
 import { joinUri } from '../../core/uri.ts';
 import type { DuckDBSession } from '../../engine/duckdb-session.ts';
@@ -298,21 +299,10 @@ export const FILES_IN_FLIGHT = 4;
  * the first error once the uploads under way have ended; later files are not started.
  */
 export async function landFiles(io: FileIO, items: { uri: string; localFile: string }[], landed: string[]): Promise<void> {
-  let next = 0;
-  let failure: unknown;
-  const worker = async () => {
-    while (failure === undefined && next < items.length) {
-      const { uri, localFile } = items[next++]!;
-      landed.push(uri);
-      try {
-        await writeUncommitted(io, uri, () => io.putFile(uri, localFile));
-      } catch (e) {
-        failure ??= e;
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(FILES_IN_FLIGHT, items.length) }, worker));
-  if (failure !== undefined) throw failure;
+  await mapLimit(items, FILES_IN_FLIGHT, async ({ uri, localFile }) => {
+    landed.push(uri);
+    await writeUncommitted(io, uri, () => io.putFile(uri, localFile));
+  });
 }
 
 /** The source column type of each partition field, by partition field ID. */
