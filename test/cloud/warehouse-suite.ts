@@ -129,6 +129,29 @@ export function cloudWarehouseSuite(server: CloudServer): void {
     });
   }
 
+  it('verify names a damaged Delta commit in the bucket and --repair rewrites it from its snapshot', async () => {
+    const fx = await openCloudLake(server);
+    const tmp = scratch();
+    try {
+      const t = fx.lake.table('sales.fix');
+      await t.append(rowsOf(0, 10));
+      await t.append(rowsOf(10, 20));
+      const commit = `${fx.warehouse}/sales/fix/_delta_log/00000000000000000001.json`;
+      await fx.lake.io.write(commit, 'not json at all\n');
+      const v = await t.verify();
+      expect(v.ok).toBe(false);
+      expect(v.findings).toContainEqual(expect.objectContaining({ kind: 'delta-commit-unparsable', file: '_delta_log/00000000000000000001.json' }));
+      const r = await t.verify({ repair: true });
+      expect(r.findings).toContainEqual(expect.objectContaining({ kind: 'delta-commit-unparsable', repaired: expect.stringMatching(/^rewrote .* from iceberg snapshot \d+$/) }));
+      expect(r.ok).toBe(true);
+      expect((await fx.lake.io.readText(commit)).startsWith('{')).toBe(true);
+      await expectCloudBothEqual(t, fx.lake.io, range(0, 20), tmp.path);
+    } finally {
+      tmp.cleanup();
+      await fx.close();
+    }
+  });
+
   it('streams an export of many files in groups, equal to a read, within the read cache bound', async () => {
     const fx = await openCloudLake(server, { readCacheBytes: 1 });
     try {
