@@ -172,9 +172,10 @@ export class Lakehouse {
       );
     }
     const warehouse = location.replace(/\/+$/, '');
-    // Resolving the warehouse checks its form and that the storage settings reach it.
+    // Resolving the warehouse checks its form and that the storage settings reach it; at a
+    // bucket's root, a location below it stands in (a store resolves a key in a folder).
     const io = opts.io ?? localFileIO(opts.storage);
-    io.storeAt(warehouse);
+    io.storeAt(/^[^:]+:\/\/[^/]+\/./.test(warehouse) ? warehouse : joinUri(warehouse, 'namespace'));
     const warn = opts.onWarning ?? ((m: string) => process.stderr.write(`warning: ${m}\n`));
     return new Lakehouse(warehouse, opts.catalog, io, undefined, opts.clock ?? systemClock, warn, false, { ...opts.engine }, opts.readCacheBytes);
   }

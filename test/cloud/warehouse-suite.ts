@@ -28,7 +28,10 @@ export function cloudWarehouseSuite(server: CloudServer): void {
     );
     const tmp = tempDir();
     const catalog = cloudCatalog(warehouse, server.storage, join(tmp.path, 'c.db'));
-    const lake = await Lakehouse.open({ warehouse, storage: server.storage, catalog });
+    const unreachable = await errorOf(Lakehouse.open({ warehouse, catalog }));
+    expect(unreachable.kind).toBe('invalid-input');
+    expect(unreachable.message).toMatch(new RegExp(`^storage: "${warehouse}" is an (S3|Azure Blob) location but no (S3|Azure) settings were given`));
+    const lake = await Lakehouse.open({ warehouse: `${warehouse}/`, storage: server.storage, catalog });
     expect(lake.warehouse).toBe(warehouse);
     expect(await objectsUnder(lake.io, warehouse)).toEqual([]);
     expect(lake.table('ns.t')).toBeDefined();
