@@ -69,22 +69,43 @@ describe('ReadCache', () => {
     const io = ioWith(store);
     const { cache } = cacheIn(25);
     for (const n of [1, 2, 3, 4]) await store.put(`f${n}.parquet`, 'x'.repeat(10));
-    const first = await cache.acquire(io, ['mem://b/f1.parquet', 'mem://b/f2.parquet', 'mem://b/f3.parquet']);
-    // In use: all three stay although they exceed the bound.
-    expect(cache.bytes).toBe(30);
-    const held = ['mem://b/f1.parquet', 'mem://b/f2.parquet', 'mem://b/f3.parquet'].map((u) => first.path(u));
-    expect(held.every((p) => existsSync(p))).toBe(true);
+    const u = (n: number) => `mem://b/f${n}.parquet`;
+    const first = await cache.acquire(io, [u(1)]);
+    const f1 = first.path(u(1));
     first.release();
+    // Over the bound: the copy no one uses goes.
+    const second = await cache.acquire(io, [u(2), u(3)]);
+    expect(existsSync(f1)).toBe(false);
+    expect(cache.bytes).toBe(20);
+    // In use, all stay although they exceed the bound.
+    const third = await cache.acquire(io, [u(4)]);
+    expect(cache.bytes).toBe(30);
+    expect([second.path(u(2)), second.path(u(3)), third.path(u(4))].every((p) => existsSync(p))).toBe(true);
+    second.release();
+    third.release();
     await new Promise((r) => setTimeout(r, 20));
     expect(cache.bytes).toBeLessThanOrEqual(25);
-    const second = await cache.acquire(io, ['mem://b/f4.parquet']);
-    expect(cache.bytes).toBeLessThanOrEqual(25);
-    expect(existsSync(second.path('mem://b/f4.parquet'))).toBe(true);
-    // The oldest copies went first.
-    expect(existsSync(held[0]!)).toBe(false);
-    second.release();
     await cache.close();
     expect(cache.bytes).toBe(0);
+  });
+
+  it('shares one download between operations asking for one object at once', async () => {
+    let gets = 0;
+    const store = new (class extends MemoryStore {
+      override async get(path: string, range?: { offset: number; length: number }) {
+        gets++;
+        return super.get(path, range);
+      }
+    })();
+    const io = ioWith(store);
+    const { cache } = cacheIn(1000);
+    await store.put('s.parquet', 'shared');
+    const [a, b] = await Promise.all([cache.acquire(io, ['mem://b/s.parquet']), cache.acquire(io, ['mem://b/s.parquet'])]);
+    expect(gets).toBe(1);
+    expect(a.path('mem://b/s.parquet')).toBe(b.path('mem://b/s.parquet'));
+    expect(cache.bytes).toBe(6);
+    a.release();
+    b.release();
   });
 
   it('fetches a large object in pieces, byte for byte, and says which object is missing', async () => {

@@ -2,6 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { mkdir, open, rename, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { mapLimit } from '../../core/concurrency.ts';
 import { dataInvalid, errorMessage, notFound, TwinlakeError } from '../../core/errors.ts';
 import type { FileIO } from '../../io/file-io.ts';
 import type { ScanDeletes, ScanTask } from '../../format/scan-task.ts';
@@ -89,16 +90,11 @@ export class ReadCache {
       },
     };
     try {
-      let next = 0;
-      const worker = async () => {
-        while (next < remote.length) {
-          const uri = remote[next++]!;
-          const entry = await this.entryFor(io, uri);
-          held.push(entry);
-          paths.set(uri, entry.file);
-        }
-      };
-      await Promise.all(Array.from({ length: Math.min(FETCHES_IN_FLIGHT, remote.length) }, worker));
+      await mapLimit(remote, FETCHES_IN_FLIGHT, async (uri) => {
+        const entry = await this.entryFor(io, uri);
+        held.push(entry);
+        paths.set(uri, entry.file);
+      });
     } catch (e) {
       lease.release();
       throw e;
@@ -111,15 +107,23 @@ export class ReadCache {
     const head = await io.head(uri);
     if (!head) throw notFound(`read: ${uri} does not exist`, { uri });
     const key = `${uri}\u0000${head.size}\u0000${head.modified}`;
-    let entry = this.entries.get(key);
+    // No await between the lookup and the insert: two operations asking for one object at once
+    // share one entry (and one download).
+    const dir = await this.folderReady();
+    const entry = this.entries.get(key);
     if (entry && !entry.failed) {
       entry.pins++;
       entry.lastUse = ++this.uses;
-      await entry.ready;
+      try {
+        await entry.ready;
+      } catch (e) {
+        entry.pins--;
+        throw e;
+      }
       return entry;
     }
-    const name = `${createHash('sha256').update(key).digest('hex').slice(0, 40)}.parquet`;
-    const dir = await this.folderReady();
+    // A name of its own per entry: deleting an evicted copy can never remove a newer one.
+    const name = `${createHash('sha256').update(key).digest('hex').slice(0, 32)}-${randomUUID().slice(0, 8)}.parquet`;
     const created: Entry = { file: join(dir, name), size: head.size, pins: 1, lastUse: ++this.uses, ready: Promise.resolve() };
     created.ready = this.fetch(io, uri, head.size, created.file).catch((e) => {
       created.failed = true;
