@@ -35,7 +35,7 @@ export type { EngineOptions, EngineSettings } from './engine/engine-settings.ts'
 export type { Catalog, TableIdentifier } from './catalog/catalog.ts';
 export { SqlCatalog } from './catalog/sql-catalog.ts';
 export type { ObjectStore, ObjectMeta } from './io/object-store.ts';
-export type { StorageOptions } from './io/store-for-uri.ts';
+export { storeForLocation, type StorageOptions } from './io/store-for-uri.ts';
 export type { S3Options } from './io/s3-store.ts';
 export type { AzureOptions } from './io/azure-store.ts';
 export { LocalStore } from './io/local-store.ts';

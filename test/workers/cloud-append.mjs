@@ -1,8 +1,7 @@
 // A separate writer process on a cloud warehouse, through the built library (dist/): appends
 // `batches` batches of `rows` rows to one table. Its one argument is JSON:
 // { warehouse, storage, dbPath, table, writer, batches, rows }.
-import { Lakehouse, SqlCatalog } from '../../dist/index.js';
-import { storeForLocation } from '../../dist/io/store-for-uri.js';
+import { Lakehouse, SqlCatalog, storeForLocation } from '../../dist/index.js';
 
 const job = JSON.parse(process.argv[2]);
 const catalog = new SqlCatalog({ name: 'twinlake', dbPath: job.dbPath, warehouse: { store: storeForLocation(job.warehouse, job.storage).store, rootUri: job.warehouse } });
