@@ -214,12 +214,12 @@ export function cloudWarehouseSuite(server: CloudServer): void {
     }
   });
 
-  it('a failed write leaves the table as it was and no new object under data/', async () => {
+  it('a failed write (bad input, a failed upload, a lost commit) leaves the table as it was and no new object', async () => {
     const fx = await openCloudLake(server);
     const tmp = scratch();
     try {
       const t = fx.lake.table('sales.fail');
-      await t.append(rowsOf(0, 10), { partition: 'bucket(8, id)' });
+      await t.append(rowsOf(0, 10), { partition: 'bucket(8, id)', properties: { 'commit.retry.num-retries': '0' } });
       const dataDir = `${fx.warehouse}/sales/fail/data`;
       const before = await objectsUnder(fx.lake.io, `${fx.warehouse}/sales/fail`);
       const snapshot = (await t.history())[0];
@@ -257,6 +257,22 @@ export function cloudWarehouseSuite(server: CloudServer): void {
         tmpCat.cleanup();
       }
       expect(puts).toBeGreaterThanOrEqual(2);
+      expect(await objectsUnder(fx.lake.io, `${fx.warehouse}/sales/fail`)).toEqual(before);
+
+      // A lost commit: every attempt loses to a rival (no retries on this table).
+      const losing = new Proxy(cloudCatalog(fx.warehouse, server.storage, fx.dbPath), {
+        get: (target, prop, receiver) => (prop === 'commitTable' ? async () => ({ status: 'conflict', reason: 'a rival commit won' }) : Reflect.get(target, prop, receiver)),
+      });
+      const losingLake = await Lakehouse.open({ warehouse: fx.warehouse, storage: server.storage, catalog: losing });
+      try {
+        const lost = await errorOf(losingLake.table('sales.fail').append(rowsOf(60, 90), { partition: 'bucket(8, id)' }));
+        expect(lost.kind).toBe('commit-conflict');
+      } finally {
+        await losingLake.close();
+        (losing as unknown as { close(): void }).close();
+      }
+      // Nothing of the lost attempt stays: no data file, no manifest, no metadata file.
+      expect(await objectsUnder(fx.lake.io, `${fx.warehouse}/sales/fail`)).toEqual(before);
       expect(await objectsUnder(fx.lake.io, dataDir)).toEqual(before.filter((k) => k.startsWith('data/')).map((k) => k.slice(5)));
       expect((await t.history())[0]).toEqual(snapshot);
       await expectCloudBothEqual(t, fx.lake.io, range(0, 10), tmp.path);
