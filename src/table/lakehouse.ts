@@ -47,8 +47,9 @@ export interface LakehouseOptions {
   onWarning?: (message: string) => void;
   clock?: Clock;
   /**
-   * Storage access for table files. Default: local disk. Tests pass a FileIO whose stores fail at
-   * chosen calls, to prove that a failure at any step loses nothing.
+   * Storage access for table files. Default: local disk, and the cloud stores `storage` reaches.
+   * Tests pass a FileIO whose stores fail at chosen calls, to prove that a failure at any step
+   * loses nothing.
    */
   io?: FileIO;
   /**
@@ -132,6 +133,10 @@ export class Lakehouse {
   static async open(opts: LakehouseOptions = {}): Promise<Lakehouse> {
     // Bad engine settings fail here, before anything is created.
     resolveEngineSettings(opts.engine);
+    const cacheBytes = opts.readCacheBytes;
+    if (cacheBytes !== undefined && !(Number.isSafeInteger(cacheBytes) && cacheBytes >= 0)) {
+      throw invalidInput(`lakehouse: readCacheBytes expects a whole number of bytes (0 or more), found ${String(cacheBytes)}`);
+    }
     if (opts.warehouse !== undefined && isRemoteLocation(opts.warehouse)) return Lakehouse.openRemote(opts.warehouse, opts);
     const dir = resolve(opts.warehouse ? (isUri(opts.warehouse) ? localPath(opts.warehouse) : opts.warehouse) : 'warehouse');
     if (!opts.readOnly) {

@@ -28,6 +28,8 @@ export function cloudWarehouseSuite(server: CloudServer): void {
     );
     const tmp = tempDir();
     const catalog = cloudCatalog(warehouse, server.storage, join(tmp.path, 'c.db'));
+    const badBound = await errorOf(Lakehouse.open({ warehouse, storage: server.storage, catalog, readCacheBytes: -1 }));
+    expect(badBound.message).toBe('lakehouse: readCacheBytes expects a whole number of bytes (0 or more), found -1');
     const unreachable = await errorOf(Lakehouse.open({ warehouse, catalog }));
     expect(unreachable.kind).toBe('invalid-input');
     expect(unreachable.message).toMatch(new RegExp(`^storage: "${warehouse}" is an (S3|Azure Blob) location but no (S3|Azure) settings were given`));
