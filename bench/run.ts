@@ -29,6 +29,8 @@ import { addFilesBench } from './add-files.ts';
  *    files (bench/read.ts). Run alone: `npm run bench read`.
  * 6. `open`: planning a read of a table with BENCH_VERSIONS (10,000) versions vs 10, both formats
  *    (bench/open.ts). Run alone: `npm run bench open`.
+ * 7. `cloud`: BENCH_CLOUD_GB (1) GB of NDJSON appended to an s3:// table on a RADOS Gateway the
+ *    run starts; rows/s and peak RSS (bench/cloud.ts). Only when named: `npm run bench cloud`.
  */
 const root = resolve('.tmp/bench');
 mkdirSync(root, { recursive: true });
@@ -462,5 +464,15 @@ if (only === 'scale') {
   console.log(`  ${(r.bytes / 1e9).toFixed(2)} GB, ${r.rows} rows in ${(r.ms / 1000).toFixed(1)} s = ${Math.round(r.rows / (r.ms / 1000))} rows/s (${(r.bytes / 1e6 / (r.ms / 1000)).toFixed(0)} MB/s)`);
   console.log(`  peak RSS ${r.peakRssMb} MB   goal < 1024 MB ${r.peakRssMb < 1024 ? 'MET' : 'NOT MET'};   peak disk ${r.peakDiskMb} MB`);
   console.log(`  rows: iceberg ${r.counts.iceberg}, delta ${r.counts.delta}, duckdb over iceberg files ${r.counts.duckdbIceberg}, over delta files ${r.counts.duckdbDelta}: ${rowsOk ? 'all equal' : 'NOT EQUAL'}`);
+}
+if (only === 'cloud') {
+  // Run alone only: it starts a RADOS Gateway and writes BENCH_CLOUD_GB (default 1) GB to it.
+  const { cloudWriteBench } = await import('./cloud.ts');
+  const gb = Number(process.env.BENCH_CLOUD_GB ?? 1);
+  console.log(`cloud: ${gb} GB of NDJSON events appended to an s3:// table on RADOS Gateway (engine memory limit 512MB)`);
+  const r = await cloudWriteBench(join(root, 'cloud'), Math.round(gb * 1e9));
+  const rowsOk = r.counts.iceberg === r.rows && r.counts.delta === r.rows;
+  console.log(`  ${(r.bytes / 1e9).toFixed(2)} GB, ${r.rows} rows into ${r.files} files (${r.multipartFiles} sent multipart) in ${(r.ms / 1000).toFixed(1)} s = ${Math.round(r.rows / (r.ms / 1000))} rows/s`);
+  console.log(`  peak RSS ${r.peakRssMb} MB;   rows read back: iceberg ${r.counts.iceberg}, delta ${r.counts.delta}: ${rowsOk ? 'all equal' : 'NOT EQUAL'}`);
 }
 if (!only || only === 'add-files') await addFilesBench(root, Number(process.env.BENCH_FILES ?? 100_000));

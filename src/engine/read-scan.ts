@@ -509,16 +509,22 @@ function exportLinesSql(task: ScanTask, inner: string, format: 'json' | 'csv'): 
 /**
  * Streams the task's rows as NDJSON or CSV (with a header), byte for byte what `copyScanTo`
  * writes, to `write` in pieces of one engine chunk (about 2,048 rows); each piece is written
- * before the next is read, so memory stays bounded whatever the table's size.
+ * before the next is read, so memory stays bounded whatever the table's size. `header: false`
+ * leaves out the CSV header (a later part of one export). Resolves to the number of rows written.
  */
 export async function streamScan(
   session: DuckDBSession,
   task: ScanTask,
-  options: { format: 'json' | 'csv'; limit?: number },
+  options: { format: 'json' | 'csv'; limit?: number; header?: boolean },
   write: (bytes: Uint8Array) => void | Promise<void>,
-): Promise<void> {
+): Promise<number> {
   checkExportFormat(options.format);
   const inner = await scanSql(session, task, options.limit);
-  if (options.format === 'csv') await write(Buffer.from(task.schema.fields.map((f) => csvField(f.name)).join(',') + '\n'));
-  await session.stream(exportLinesSql(task, inner, options.format), (chunk) => write(varcharColumnBytes(chunk, 0)));
+  if (options.format === 'csv' && options.header !== false) await write(Buffer.from(task.schema.fields.map((f) => csvField(f.name)).join(',') + '\n'));
+  let rows = 0;
+  await session.stream(exportLinesSql(task, inner, options.format), (chunk) => {
+    rows += chunk.rowCount;
+    return write(varcharColumnBytes(chunk, 0));
+  });
+  return rows;
 }

@@ -1,7 +1,8 @@
 import { mkdir, stat } from 'node:fs/promises';
-import { resolve } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { join, resolve } from 'node:path';
 import { systemClock, type Clock } from '../core/clock.ts';
-import { errorMessage, TwinlakeError } from '../core/errors.ts';
+import { errorMessage, invalidInput, TwinlakeError } from '../core/errors.ts';
 import { fileUri, isUri, joinUri, localPath } from '../core/uri.ts';
 import { normalizeTableIdentifier, parseTableIdentifier, type Catalog, type TableIdentifier } from '../catalog/catalog.ts';
 import { SqlCatalog } from '../catalog/sql-catalog.ts';
@@ -12,20 +13,35 @@ import { resolveEngineSettings, type EngineOptions, type EngineSettings } from '
 import { readScan } from '../engine/read-scan.ts';
 import { FileIO } from '../io/file-io.ts';
 import { LocalStore } from '../io/local-store.ts';
-import { storeForLocation } from '../io/store-for-uri.ts';
+import { storeForLocation, type StorageOptions } from '../io/store-for-uri.ts';
 import { parseTableMetadata } from '../format/iceberg/table-metadata.ts';
 import { locateMetadataFile } from './read/metadata-locator.ts';
 import { exportScan, planRead, type ExportTarget, type ReadPlan, type TableSource } from './read/reader.ts';
 import { describeDelta, describeIceberg, deltaTableHistory, icebergHistory, Table, type HistoryEntry, type ReadOptions, type TableDescription } from './table.ts';
 import { latestDeltaVersion } from './delta/delta-log.ts';
 import { listLiveFiles, type LiveFiles } from './read/live-files.ts';
+import { DEFAULT_READ_CACHE_BYTES, ReadCache, withLocalTask } from './read/read-cache.ts';
 import type { TableFormat } from '../format/dual/table-properties.ts';
 import type { TableMetadata } from '../format/iceberg/types.ts';
 
 export interface LakehouseOptions {
-  /** Warehouse directory (or file: URI). Default `./warehouse`. */
+  /**
+   * Where tables live: a local folder (or `file:` URI), `s3://bucket/prefix` (also `s3a://`),
+   * `az://container/prefix` or `abfss://container@account.dfs.core.windows.net/prefix`. Default
+   * `./warehouse`.
+   */
   warehouse?: string;
-  /** A catalog to use instead of the embedded SQLite catalog at `<warehouse>/catalog.db`. */
+  /**
+   * How to reach cloud stores (`s3`, `azure` settings): used for the warehouse and for every
+   * location a table's metadata names. One object for the life of the lakehouse, so its stores
+   * share their SDK clients.
+   */
+  storage?: StorageOptions;
+  /**
+   * A catalog to use instead of the embedded SQLite catalog at `<warehouse>/catalog.db`. A cloud
+   * warehouse needs one (a SqlCatalog on a SQLite file or PostgreSQL, Glue or REST): the embedded
+   * file cannot live in a bucket.
+   */
   catalog?: Catalog;
   /** Where Delta-only tables are registered, beside `catalog` (see openSqlCatalog); the caller closes both. */
   deltaRegistry?: DeltaRegistry;
@@ -33,8 +49,9 @@ export interface LakehouseOptions {
   onWarning?: (message: string) => void;
   clock?: Clock;
   /**
-   * Storage access for table files. Default: local disk. Tests pass a FileIO whose stores fail at
-   * chosen calls, to prove that a failure at any step loses nothing.
+   * Storage access for table files. Default: local disk, and the cloud stores `storage` reaches.
+   * Tests pass a FileIO whose stores fail at chosen calls, to prove that a failure at any step
+   * loses nothing.
    */
   io?: FileIO;
   /**
@@ -43,6 +60,12 @@ export interface LakehouseOptions {
    * (half its memory, or of the container's limit; every core; the system temp folder).
    */
   engine?: EngineOptions;
+  /**
+   * The most bytes of remote table files kept on local disk for the engine (default 1 GiB), in a
+   * folder under the engine's temp folder; see ReadCache. Files a running operation uses are kept
+   * whatever the bound. Unused for local warehouses, whose files are read where they are.
+   */
+  readCacheBytes?: number;
   /**
    * Open for reading only: the warehouse folder and the catalog file are neither created nor
    * written, so a read-only mount (or a warehouse the user may only read) works. Writes fail
@@ -62,9 +85,14 @@ export interface TableSummary {
   error?: string;
 }
 
-/** A FileIO for local `file:` URIs and absolute paths. */
-export function localFileIO(): FileIO {
-  return new FileIO((uri) => storeForLocation(uri));
+/** A FileIO for local `file:` URIs and absolute paths, and cloud locations reached with `storage`. */
+export function localFileIO(storage?: StorageOptions): FileIO {
+  return new FileIO((uri) => storeForLocation(uri, storage));
+}
+
+/** Whether a warehouse location is on a cloud store (any URI other than `file:`). */
+function isRemoteLocation(location: string): boolean {
+  return isUri(location) && !location.startsWith('file:');
 }
 
 /**
@@ -90,11 +118,28 @@ export class Lakehouse {
     private readonly onWarning: (m: string) => void,
     private readonly ownsCatalog: boolean,
     private readonly engineOptions: EngineOptions,
-  ) {}
+    readCacheBytes: number | undefined,
+  ) {
+    const folder = () => {
+      const dir = join(resolveEngineSettings(this.engineOptions).tempDir, `twinlake-cache-${randomUUID()}`);
+      // An interrupt removes the copies, as it removes staging.
+      this.untrackSession.push(trackStaging(dir));
+      return dir;
+    };
+    this.readCache = new ReadCache(folder, readCacheBytes ?? DEFAULT_READ_CACHE_BYTES);
+  }
+
+  /** Local copies of remote table files for the engine. */
+  readonly readCache: ReadCache;
 
   static async open(opts: LakehouseOptions = {}): Promise<Lakehouse> {
     // Bad engine settings fail here, before anything is created.
     resolveEngineSettings(opts.engine);
+    const cacheBytes = opts.readCacheBytes;
+    if (cacheBytes !== undefined && !(Number.isSafeInteger(cacheBytes) && cacheBytes >= 0)) {
+      throw invalidInput(`lakehouse: readCacheBytes expects a whole number of bytes (0 or more), found ${String(cacheBytes)}`);
+    }
+    if (opts.warehouse !== undefined && isRemoteLocation(opts.warehouse)) return Lakehouse.openRemote(opts.warehouse, opts);
     const dir = resolve(opts.warehouse ? (isUri(opts.warehouse) ? localPath(opts.warehouse) : opts.warehouse) : 'warehouse');
     if (!opts.readOnly) {
       try {
@@ -109,7 +154,7 @@ export class Lakehouse {
       if (info instanceof Error) throw new TwinlakeError('io', `warehouse: cannot read ${dir} (${errorMessage(info)})`);
       if (info && !info.isDirectory()) throw new TwinlakeError('io', `warehouse: ${dir} is not a folder`);
     }
-    const io = opts.io ?? localFileIO();
+    const io = opts.io ?? localFileIO(opts.storage);
     const warehouse = fileUri(dir);
     let catalog = opts.catalog;
     let deltaRegistry = opts.catalog ? opts.deltaRegistry : undefined;
@@ -119,7 +164,27 @@ export class Lakehouse {
       deltaRegistry = new DeltaRegistry(`${dir}/catalog.db`, 'twinlake', { readOnly });
     }
     const warn = opts.onWarning ?? ((m: string) => process.stderr.write(`warning: ${m}\n`));
-    return new Lakehouse(warehouse, catalog, io, deltaRegistry, opts.clock ?? systemClock, warn, !opts.catalog, { ...opts.engine });
+    return new Lakehouse(warehouse, catalog, io, deltaRegistry, opts.clock ?? systemClock, warn, !opts.catalog, { ...opts.engine }, opts.readCacheBytes);
+  }
+
+  /**
+   * A warehouse on a cloud store: nothing is created there (a bucket has no folders), and the
+   * catalog is the caller's, since the embedded SQLite file cannot live in a bucket.
+   */
+  private static openRemote(location: string, opts: LakehouseOptions): Lakehouse {
+    if (!opts.catalog) {
+      throw invalidInput(
+        `warehouse: the cloud warehouse ${location} needs a catalog (a SQLite file, a postgresql:// URI, Glue or REST); the embedded catalog file lives only in a local warehouse`,
+        { warehouse: location },
+      );
+    }
+    const warehouse = location.replace(/\/+$/, '');
+    // Resolving the warehouse checks its form and that the storage settings reach it; at a
+    // bucket's root, a location below it stands in (a store resolves a key in a folder).
+    const io = opts.io ?? localFileIO(opts.storage);
+    io.storeAt(/^[^:]+:\/\/[^/]+\/./.test(warehouse) ? warehouse : joinUri(warehouse, 'namespace'));
+    const warn = opts.onWarning ?? ((m: string) => process.stderr.write(`warning: ${m}\n`));
+    return new Lakehouse(warehouse, opts.catalog, io, undefined, opts.clock ?? systemClock, warn, false, { ...opts.engine }, opts.readCacheBytes);
   }
 
   /** A handle on a table (`namespace.table`); it need not exist yet: the first write creates it. */
@@ -134,6 +199,7 @@ export class Lakehouse {
       clock: this.clock,
       warn: this.onWarning,
       deltaRegistry: this.deltaRegistry,
+      readCache: this.readCache,
     });
   }
 
@@ -218,13 +284,14 @@ export class Lakehouse {
 
   async readPath(path: string, opts: ReadOptions = {}): Promise<Record<string, unknown>[]> {
     const plan = await this.planPath(path, opts);
-    return readScan(await this.session(), plan.task, { limit: opts.limit });
+    const session = await this.session();
+    return withLocalTask(this.readCache, this.io, plan.task, (task) => readScan(session, task, { limit: opts.limit }));
   }
 
   /** Exports a read of a table known only by its location (see Table.export). */
   async exportPath(path: string, target: ExportTarget, opts: ReadOptions & { output: 'json' | 'csv' }): Promise<ReadPlan> {
     const plan = await this.planPath(path, opts);
-    await exportScan(await this.session(), plan.task, target, opts);
+    await exportScan(await this.session(), plan.task, target, opts, { io: this.io, cache: this.readCache });
     return plan;
   }
 
@@ -233,7 +300,7 @@ export class Lakehouse {
     this.sessionPromise ??= DuckDBSession.open(this.engineOptions).then((session) => {
       // An interrupt stops the engine's statement in flight (and waits for it) instead of letting
       // it run to its end, then removes the spill folder, which only close() would remove.
-      this.untrackSession = [onInterrupt(() => session.interrupt()), trackStaging(session.spillDir)];
+      this.untrackSession.push(onInterrupt(() => session.interrupt()), trackStaging(session.spillDir));
       return session;
     });
     return this.sessionPromise;
@@ -247,6 +314,7 @@ export class Lakehouse {
   async close(): Promise<void> {
     if (this.sessionPromise) (await this.sessionPromise).close();
     this.sessionPromise = undefined;
+    await this.readCache.close();
     for (const untrack of this.untrackSession) untrack();
     this.untrackSession = [];
     if (this.ownsCatalog) await (this.catalog as { close?: () => Promise<void> | void }).close?.();

@@ -3,6 +3,7 @@ import type { Catalog, TableIdentifier } from '../catalog/catalog.ts';
 import type { DeltaRegistry } from '../catalog/delta-registry.ts';
 import type { DuckDBSession } from '../engine/duckdb-session.ts';
 import type { FileIO } from '../io/file-io.ts';
+import type { CacheLease, ReadCache } from './read/read-cache.ts';
 
 /** What every table operation needs: where the table lives and the parts it works through. */
 export interface TableContext {
@@ -17,6 +18,10 @@ export interface TableContext {
   warn: (message: string) => void;
   /** Where Delta-only tables are registered (absent: such tables cannot be created by name). */
   deltaRegistry?: DeltaRegistry;
+  /** Where the engine's copies of remote files go (absent: a cache for the process; see readCacheOf). */
+  readCache?: ReadCache;
+  /** The table files one operation (a merge, a delete) has fetched for the engine; see engineFile. */
+  engineFiles?: CacheLease;
 }
 
 /** The warnings of one operation: each goes to the context's sink and into the result. */

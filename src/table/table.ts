@@ -16,6 +16,7 @@ import type { Schema, StructType, TableMetadata } from '../format/iceberg/types.
 import { ancestors, currentSchema, currentSnapshot, specById } from '../format/iceberg/table-metadata.ts';
 import { formatPartitionSpec } from '../format/iceberg/partition-spec-parser.ts';
 import { countScan, readScan } from '../engine/read-scan.ts';
+import { readCacheOf, withLocalTask } from './read/read-cache.ts';
 import { deltaVersionOf, OPERATION_KEY, type TableOperation } from '../format/dual/summary-keys.ts';
 import type { WriteInput } from './write/input.ts';
 import { exportScan, planRead, type ExportTarget, type ReadFormat, type ReadPlan, type TableSource, type TimeTravel } from './read/reader.ts';
@@ -251,13 +252,15 @@ export class Table {
   /** Reads rows (see `readScan` for how values are represented). */
   async read(opts: ReadOptions = {}): Promise<Record<string, unknown>[]> {
     const plan = await this.plan(opts);
-    return readScan(await this.ctx.session(), plan.task, { limit: opts.limit });
+    const session = await this.ctx.session();
+    return withLocalTask(readCacheOf(this.ctx), this.ctx.io, plan.task, (task) => readScan(session, task, { limit: opts.limit }));
   }
 
   /** Counts the rows a read would return (`limit` aside). */
   async count(opts: Omit<ReadOptions, 'limit'> = {}): Promise<number> {
     const plan = await this.plan(opts);
-    return countScan(await this.ctx.session(), plan.task);
+    const session = await this.ctx.session();
+    return withLocalTask(readCacheOf(this.ctx), this.ctx.io, plan.task, (task) => countScan(session, task));
   }
 
   /**
@@ -266,7 +269,7 @@ export class Table {
    */
   async export(target: ExportTarget, opts: ReadOptions & { output: 'json' | 'csv' }): Promise<ReadPlan> {
     const plan = await this.plan(opts);
-    await exportScan(await this.ctx.session(), plan.task, target, opts);
+    await exportScan(await this.ctx.session(), plan.task, target, opts, { cache: readCacheOf(this.ctx), io: this.ctx.io });
     return plan;
   }
 

@@ -10,7 +10,8 @@ import { quoteString } from '../../engine/duckdb-session.ts';
 import { applyUpdates, type TableUpdate } from '../../format/iceberg/updates.ts';
 import { applicableDeletes } from '../../format/iceberg/scan.ts';
 import { deleteFileKey } from '../../format/iceberg/manifest.ts';
-import { engineLocalPath, liveFiles } from '../read/iceberg-scan.ts';
+import { liveFiles } from '../read/iceberg-scan.ts';
+import { engineFile, withEngineFiles } from '../read/read-cache.ts';
 import { existingDeletes, writeRowDeletes, type WrittenDeletes } from '../merge/row-deletes.ts';
 import type { RowDeletesBasis } from '../commit/snapshot-producer.ts';
 import { partitionIdentity } from '../../format/iceberg/snapshot-summary.ts';
@@ -164,14 +165,17 @@ async function checkPositionsNameLiveFiles(ctx: TableContext, what: string, dele
   const files = [...new Map(deleteFiles.map((d) => [d['file-path'], d])).values()];
   if (files.length === 0) return;
   const session = await ctx.session();
-  const list = files.map((d) => quoteString(engineLocalPath(ctx.io, d['file-path'])));
   const livePaths = data.map((f) => quoteString(f['file-path']));
-  const rows = await session.all(
-    `SELECT filename AS d, count(*) AS total, count(*) FILTER (WHERE file_path IN (${livePaths.join(', ')})) AS matched FROM read_parquet([${list.join(', ')}], filename = true) GROUP BY ALL`,
-  );
+  const { rows, local } = await withEngineFiles(ctx, files.map((d) => d['file-path']), async (ctx) => {
+    const local = new Map(files.map((d) => [engineFile(ctx, d['file-path']), d['file-path']]));
+    const rows = await session.all(
+      `SELECT filename AS d, count(*) AS total, count(*) FILTER (WHERE file_path IN (${livePaths.join(', ')})) AS matched FROM read_parquet([${[...local.keys()].map(quoteString).join(', ')}], filename = true) GROUP BY ALL`,
+    );
+    return { rows, local };
+  });
   for (const r of rows) {
     if (Number(r.matched) === Number(r.total)) continue;
-    const file = files.find((d) => engineLocalPath(ctx.io, d['file-path']) === String(r.d))?.['file-path'] ?? String(r.d);
+    const file = local.get(String(r.d)) ?? String(r.d);
     throw unsupported(
       `${what}: position delete file ${file} holds ${Number(r.total)} positions, of which ${Number(r.matched)} name a live data file as the manifests name it; the others (files removed since, or named another way) cannot be carried over safely`,
     );
@@ -183,8 +187,10 @@ async function fileColumnNames(ctx: TableContext, data: DataFile[]): Promise<Map
   const out = new Map<number, Set<string>>();
   if (data.length === 0) return out;
   const session = await ctx.session();
-  const paths = data.map((f) => quoteString(engineLocalPath(ctx.io, f['file-path'])));
-  const rows = await session.all(`SELECT DISTINCT name, field_id FROM parquet_schema([${paths.join(', ')}]) WHERE field_id IS NOT NULL`);
+  const rows = await withEngineFiles(ctx, data.map((f) => f['file-path']), (ctx) => {
+    const paths = data.map((f) => quoteString(engineFile(ctx, f['file-path'])));
+    return session.all(`SELECT DISTINCT name, field_id FROM parquet_schema([${paths.join(', ')}]) WHERE field_id IS NOT NULL`);
+  });
   for (const r of rows) {
     const id = Number(r.field_id);
     if (!out.has(id)) out.set(id, new Set());

@@ -18,6 +18,7 @@ import { DELTA_START_KEY, deltaVersionOf } from '../../format/dual/summary-keys.
 import { liveFiles } from '../read/iceberg-scan.ts';
 import { expectedVersionHint, versionHintUri } from '../read/metadata-locator.ts';
 import { existingDeletes } from '../merge/row-deletes.ts';
+import { withEngineFiles } from '../read/read-cache.ts';
 import type { TableContext } from '../table-context.ts';
 import { tableFormats } from '../../format/dual/table-properties.ts';
 
@@ -447,7 +448,9 @@ async function compareState(subject: VerifySubject, snapshot: Snapshot | undefin
 
   // Same number of deleted rows: the same positions too.
   if (both.length > 0) {
-    const positions = await existingDeletes(subject.ctx as TableContext, metadata, live, both.map((b) => b.file));
+    // Position delete files are read by the engine: fetched first when the table is remote.
+    const positionFiles = live.deletes.filter((d) => d.content === 1 && d['file-format'] === 'PARQUET').map((d) => d['file-path']);
+    const positions = await withEngineFiles(subject.ctx as TableContext, positionFiles, (ctx) => existingDeletes(ctx, metadata, live, both.map((b) => b.file)));
     for (const { file, add } of both) {
       const dv = add.deletionVector!;
       const where = deletionVectorLocation(dv, subject.location);

@@ -10,7 +10,8 @@ import { deleteFileKey } from '../../format/iceberg/manifest.ts';
 import { partitionIdentity } from '../../format/iceberg/snapshot-summary.ts';
 import type { RowDeletesBasis } from '../commit/snapshot-producer.ts';
 import { encode, encodeFrom, inferOrExplain, type EncodedFiles } from '../write/batch.ts';
-import { engineLocalPath, liveFiles } from '../read/iceberg-scan.ts';
+import { liveFiles } from '../read/iceberg-scan.ts';
+import { engineFile, withEngineFiles } from '../read/read-cache.ts';
 import { isBlank } from '../write/input-diagnostics.ts';
 import { prepareInput, type WriteInput } from '../write/input.ts';
 import { discardUncommitted, forgetUncommitted, stagingFolder, trackStaging } from '../write/interrupt.ts';
@@ -136,30 +137,33 @@ export async function mergeTable(ctx: TableContext, input: WriteInput, opts: Mer
 
         const metadata = loaded?.metadata;
         const live = metadata ? await candidateFiles(ctx, t, metadata, plan.schema, opts.keys) : { data: [], deletes: [], sequenceNumbers: new Map() };
-        const rows = await liveRows(ctx, t, metadata, live, live.data);
-        const using = `USING (${opts.keys.map(quoteIdent).join(', ')})`;
-        // One pass over the candidates finds every live row holding a batch key.
-        const keyColumns = opts.keys.map((k) => quoteIdent(k)).join(', ');
-        const touched = await findHits(
-          ctx,
-          t,
-          live.data,
-          live.data.length
-            ? `SELECT ${quoteIdent(FILE)}, ${POS}, ${keyColumns} FROM (${rows.positions(live.data)}) AS r SEMI JOIN ${t.batch} AS b ${using}`
-            : `SELECT NULL::VARCHAR AS ${quoteIdent(FILE)}, NULL::BIGINT AS ${POS}, ${keyColumns} FROM ${t.batch} WHERE FALSE`,
-        );
-        const counts = await mergeCounts(ctx, t, opts.keys);
-        const inserts = `SELECT * EXCLUDE (__tl_delete) FROM ${t.batch} WHERE NOT __tl_delete`;
-        const change: RowChange =
-          strategy === 'copy-on-write' || touched.length === 0
-            ? {
-                strategy: 'copy-on-write',
-                touched,
-                sql: touched.length ? `SELECT * FROM (${await rows.keep(touched)}) AS k ANTI JOIN ${t.batch} AS b ${using} UNION ALL BY NAME ${inserts}` : inserts,
-                rowLineage: touched.length > 0 && rows.lineage,
-              }
-            : { strategy, touched, sql: inserts, deletedRowsSql: `SELECT * FROM ${t.hits}` };
-        return rewrite(ctx, plan, loaded, rows, change, { displayName: 'merge', strategy, summary: mergeSummary(opts) }, opts, log, counts);
+        // The engine reads the candidates (and their position deletes) from local files.
+        return withEngineFiles(ctx, engineReadFiles(live), async (ctx) => {
+          const rows = await liveRows(ctx, t, metadata, live, live.data);
+          const using = `USING (${opts.keys.map(quoteIdent).join(', ')})`;
+          // One pass over the candidates finds every live row holding a batch key.
+          const keyColumns = opts.keys.map((k) => quoteIdent(k)).join(', ');
+          const touched = await findHits(
+            ctx,
+            t,
+            live.data,
+            live.data.length
+              ? `SELECT ${quoteIdent(FILE)}, ${POS}, ${keyColumns} FROM (${rows.positions(live.data)}) AS r SEMI JOIN ${t.batch} AS b ${using}`
+              : `SELECT NULL::VARCHAR AS ${quoteIdent(FILE)}, NULL::BIGINT AS ${POS}, ${keyColumns} FROM ${t.batch} WHERE FALSE`,
+          );
+          const counts = await mergeCounts(ctx, t, opts.keys);
+          const inserts = `SELECT * EXCLUDE (__tl_delete) FROM ${t.batch} WHERE NOT __tl_delete`;
+          const change: RowChange =
+            strategy === 'copy-on-write' || touched.length === 0
+              ? {
+                  strategy: 'copy-on-write',
+                  touched,
+                  sql: touched.length ? `SELECT * FROM (${await rows.keep(touched)}) AS k ANTI JOIN ${t.batch} AS b ${using} UNION ALL BY NAME ${inserts}` : inserts,
+                  rowLineage: touched.length > 0 && rows.lineage,
+                }
+              : { strategy, touched, sql: inserts, deletedRowsSql: `SELECT * FROM ${t.hits}` };
+          return rewrite(ctx, plan, loaded, rows, change, { displayName: 'merge', strategy, summary: mergeSummary(opts) }, opts, log, counts);
+        });
       },
     });
   } finally {
@@ -188,23 +192,25 @@ export async function deleteRows(ctx: TableContext, where: string, opts: DeleteO
         if (!snapshot) throw invalidInput(`delete: table ${identString(ctx.ident)} has no rows`);
         const live = await liveFiles(ctx.io, metadata, snapshot, { filter, schema, explain: emptyExplain() });
         const session = await ctx.session();
-        const rows = await liveRows(ctx, t, metadata, live, live.data);
-        const touched = live.data.length ? await findHits(ctx, t, live.data, `SELECT ${quoteIdent(FILE)}, ${POS} FROM (${rows.positions(live.data)}) AS r WHERE ${filter.sql}`) : [];
-        if (touched.length === 0) {
-          return {
-            result: {
-              table: identString(ctx.ident), created: false, mode: 'delete', snapshotId: snapshot['snapshot-id'], deltaCommitted: true, files: 0, rows: 0, bytes: 0,
-              warnings: log.warnings, schemaChanges: [], timings: zeroTimings(), inserted: 0, updated: 0, deleted: 0, rewrittenFiles: 0, rewrittenBytes: 0, strategy, deleteFiles: 0, deleteBytes: 0,
-            },
-          };
-        }
-        const deleted = Number((await session.all(`SELECT count(*) AS n FROM ${t.hits}`))[0]!.n);
-        const change: RowChange =
-          strategy === 'copy-on-write'
-            ? { strategy, touched, sql: `SELECT * FROM (${await rows.keep(touched)}) AS r WHERE (${filter.sql}) IS NOT TRUE`, rowLineage: rows.lineage }
-            : { strategy, touched, deletedRowsSql: `SELECT * FROM ${t.hits}` };
-        const what = { displayName: 'delete', strategy, summary: operationSummary('delete', { predicate: where }) } as const;
-        return rewrite(ctx, plan, loaded, rows, change, what, {}, log, { inserted: 0, updated: 0, deleted });
+        return withEngineFiles(ctx, engineReadFiles(live), async (ctx): Promise<PreparedWrite<TableAction, MergeResult> | { result: MergeResult }> => {
+          const rows = await liveRows(ctx, t, metadata, live, live.data);
+          const touched = live.data.length ? await findHits(ctx, t, live.data, `SELECT ${quoteIdent(FILE)}, ${POS} FROM (${rows.positions(live.data)}) AS r WHERE ${filter.sql}`) : [];
+          if (touched.length === 0) {
+            return {
+              result: {
+                table: identString(ctx.ident), created: false, mode: 'delete', snapshotId: snapshot['snapshot-id'], deltaCommitted: true, files: 0, rows: 0, bytes: 0,
+                warnings: log.warnings, schemaChanges: [], timings: zeroTimings(), inserted: 0, updated: 0, deleted: 0, rewrittenFiles: 0, rewrittenBytes: 0, strategy, deleteFiles: 0, deleteBytes: 0,
+              },
+            };
+          }
+          const deleted = Number((await session.all(`SELECT count(*) AS n FROM ${t.hits}`))[0]!.n);
+          const change: RowChange =
+            strategy === 'copy-on-write'
+              ? { strategy, touched, sql: `SELECT * FROM (${await rows.keep(touched)}) AS r WHERE (${filter.sql}) IS NOT TRUE`, rowLineage: rows.lineage }
+              : { strategy, touched, deletedRowsSql: `SELECT * FROM ${t.hits}` };
+          const what = { displayName: 'delete', strategy, summary: operationSummary('delete', { predicate: where }) } as const;
+          return rewrite(ctx, plan, loaded, rows, change, what, {}, log, { inserted: 0, updated: 0, deleted });
+        });
       },
     });
   } finally {
@@ -328,7 +334,7 @@ async function deletedPositions(ctx: TableContext, rows: LiveRows, sql: string, 
   const byEnginePath = new Map(found.map((r) => [String(r.f), r.runs as { lo: bigint; hi: bigint }[]]));
   const out: { file: DataFile; bitmap: RoaringBitmap64 }[] = [];
   for (const file of touched) {
-    const runs = byEnginePath.get(engineLocalPath(ctx.io, file['file-path']));
+    const runs = byEnginePath.get(engineFile(ctx, file['file-path']));
     if (!runs) continue;
     const bitmap = new RoaringBitmap64();
     for (const { lo, hi } of runs) bitmap.addRange(lo, hi);
@@ -396,7 +402,7 @@ async function liveRows(
   const session = await ctx.session();
   const existing = metadata ? await existingDeletes(ctx, metadata, live, files) : new Map<string, ExistingDeletes>();
   if (existing.size > 0) await loadDeletedPositions(ctx, t.deleted, existing);
-  const enginePathOf = (f: DataFile) => engineLocalPath(ctx.io, f['file-path']);
+  const enginePathOf = (f: DataFile) => engineFile(ctx, f['file-path']);
   const positions = (touched: DataFile[]) => {
     const paths = touched.map((f) => quoteString(enginePathOf(f)));
     const scan = `SELECT * FROM read_parquet([${paths.join(', ')}], union_by_name = true, filename = ${quoteString(FILE)}, file_row_number = true, hive_partitioning = false)`;
@@ -501,6 +507,11 @@ async function candidateFiles(ctx: TableContext, t: Scratch, metadata: TableMeta
 
 type LiveFiles = Awaited<ReturnType<typeof liveFiles>>;
 
+/** The files of `live` the engine opens: data files and position delete files (vectors are read through the FileIO). */
+function engineReadFiles(live: LiveFiles): string[] {
+  return [...live.data, ...live.deletes.filter((d) => d.content === 1 && d['file-format'] === 'PARQUET')].map((f) => f['file-path']);
+}
+
 /** A key value as a filter literal (strings quoted; numbers and temporal values as text). */
 function literal(type: string, text: string): string {
   if (type === 'int' || type === 'long' || type === 'float' || type === 'double' || type.startsWith('decimal')) return text;
@@ -518,7 +529,7 @@ async function findHits(ctx: TableContext, t: Scratch, candidates: DataFile[], s
   await session.run(`CREATE OR REPLACE TEMP TABLE ${t.hits} AS ${sql}`);
   const found = await session.all(`SELECT DISTINCT ${quoteIdent(FILE)} AS f FROM ${t.hits}`);
   const hit = new Set(found.map((r) => String(r.f)));
-  return candidates.filter((f) => hit.has(engineLocalPath(ctx.io, f['file-path'])));
+  return candidates.filter((f) => hit.has(engineFile(ctx, f['file-path'])));
 }
 
 /** Inserted, updated and deleted keys: a batch key found in a live row exists already. */

@@ -24,7 +24,7 @@ import { encodeDeletionVectorPuffin } from '../../format/iceberg/puffin.ts';
 import { DataFileContent, type DataFile, type StructType, type TableMetadata } from '../../format/iceberg/types.ts';
 import { RoaringBitmap64 } from '../../format/roaring.ts';
 import { applicableDeletes, type ApplicableDeletes } from '../../format/iceberg/scan.ts';
-import { engineLocalPath } from '../read/iceberg-scan.ts';
+import { engineFile } from '../read/read-cache.ts';
 import type { TableContext } from '../table-context.ts';
 import { tableFormats } from '../../format/dual/table-properties.ts';
 import { discardUncommitted, stagingFolder, trackStaging, writeUncommitted } from '../write/interrupt.ts';
@@ -119,7 +119,7 @@ export async function existingDeletes(
   if (positionFiles.length > 0) {
     const session = await ctx.session();
     const wanted = [...found.keys()].filter((f) => found.get(f)!.positionFiles.length > 0).map((f) => quoteString(f['file-path']));
-    const list = positionFiles.map((p) => quoteString(engineLocalPath(ctx.io, p)));
+    const list = positionFiles.map((p) => quoteString(engineFile(ctx, p)));
     const rows = await session.all(
       `SELECT file_path AS f, filename AS d, list(pos ORDER BY pos) AS p FROM read_parquet([${list.join(', ')}], filename = true) WHERE file_path IN (${wanted.join(', ')}) GROUP BY ALL`,
     );
@@ -137,7 +137,7 @@ export async function existingDeletes(
       replaceable.push(dv);
     }
     for (const p of d.positionFiles) {
-      for (const pos of fromFiles.get(`${engineLocalPath(ctx.io, p['file-path'])}\n${path}`) ?? []) positions.add(pos);
+      for (const pos of fromFiles.get(`${engineFile(ctx, p['file-path'])}\n${path}`) ?? []) positions.add(pos);
       if (p['referenced-data-file'] === path) replaceable.push(p);
     }
     out.set(path, { positions, replaceable });
@@ -161,7 +161,7 @@ export async function loadDeletedPositions(ctx: TableContext, name: string, exis
   const session = await ctx.session();
   await session.run(`CREATE OR REPLACE TEMP TABLE ${name} (f VARCHAR, pos BIGINT)`);
   for (const [path, d] of existing) {
-    await session.run(`INSERT INTO ${name} SELECT ${quoteString(engineLocalPath(ctx.io, path))}, pos FROM (${positionsSql(d.positions)})`);
+    await session.run(`INSERT INTO ${name} SELECT ${quoteString(engineFile(ctx, path))}, pos FROM (${positionsSql(d.positions)})`);
   }
 }
 

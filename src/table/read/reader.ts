@@ -9,6 +9,7 @@ import { deltaScanTask, deltaVersionOfSnapshot, icebergSnapshotOf, readDeltaSnap
 import { deltaVersionOf } from '../../format/dual/summary-keys.ts';
 import { enginePath, enginePaths, planIcebergScan } from './iceberg-scan.ts';
 import { bindFilter, pruneDeltaTask } from './scan-filter.ts';
+import { taskFiles, withLocalTask, type CacheLease, type ReadCache } from './read-cache.ts';
 
 export type ReadFormat = 'iceberg' | 'delta';
 
@@ -69,10 +70,55 @@ export interface TableSource {
   iceberg(): Promise<TableMetadata | undefined>;
 }
 
+/** Where a scan's files are: the FileIO that reaches them and the cache remote ones are copied into. */
+export interface ScanFiles {
+  io: FileIO;
+  cache: ReadCache;
+}
+
+/**
+ * Data files a streamed export fetches ahead of the engine, in groups of this many: one group
+ * is read while the next is fetched, so the read cache holds about two groups whatever the
+ * table's size. A file is one group's when the table is local (nothing is fetched).
+ */
+export const STREAM_GROUP_FILES = 8;
+
 /** Writes a planned read to `target` (see ExportTarget): a file by the engine's own writer, a stream as it is read. */
-export async function exportScan(session: DuckDBSession, task: ScanTask, target: ExportTarget, opts: { output: 'json' | 'csv'; limit?: number }): Promise<void> {
-  if (typeof target === 'string') return copyScanTo(session, task, { format: opts.output, path: target, limit: opts.limit });
-  await streamScan(session, task, { format: opts.output, limit: opts.limit }, streamWriter(target));
+export async function exportScan(session: DuckDBSession, task: ScanTask, target: ExportTarget, opts: { output: 'json' | 'csv'; limit?: number }, files: ScanFiles): Promise<void> {
+  if (typeof target === 'string') {
+    return withLocalTask(files.cache, files.io, task, (local) => copyScanTo(session, local, { format: opts.output, path: target, limit: opts.limit }));
+  }
+  const write = streamWriter(target);
+  const remote = task.files.some((f) => files.io.localPath(f.path) === undefined);
+  if (!remote || task.files.length <= STREAM_GROUP_FILES) {
+    await withLocalTask(files.cache, files.io, task, (local) => streamScan(session, local, { format: opts.output, limit: opts.limit }, write));
+    return;
+  }
+  // Rows come file by file in task order, so consecutive groups of files stream the same rows
+  // (deletes and the filter apply per file); the limit carries over from group to group.
+  const groups: ScanTask[] = [];
+  for (let i = 0; i < task.files.length; i += STREAM_GROUP_FILES) groups.push({ ...task, files: task.files.slice(i, i + STREAM_GROUP_FILES) });
+  let left = opts.limit;
+  let next: Promise<CacheLease> | undefined = files.cache.acquire(files.io, taskFiles(groups[0]!));
+  try {
+    for (let g = 0; g < groups.length; g++) {
+      const lease = await next!;
+      next = undefined;
+      try {
+        if (g + 1 < groups.length && left !== 0) {
+          next = files.cache.acquire(files.io, taskFiles(groups[g + 1]!));
+          next.catch(() => undefined);
+        }
+        if (left === 0 && !(g === 0 && opts.output === 'csv')) break;
+        const rows = await streamScan(session, lease.task(groups[g]!), { format: opts.output, limit: left, header: g === 0 }, write);
+        if (left !== undefined) left = Math.max(0, left - rows);
+      } finally {
+        lease.release();
+      }
+    }
+  } finally {
+    if (next) await next.then((l) => l.release(), () => undefined);
+  }
 }
 
 export function parseAsOf(asOf: Date | string | number): number {

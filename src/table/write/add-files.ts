@@ -1,6 +1,6 @@
-import { stat } from 'node:fs/promises';
-import { resolve } from 'node:path';
-import { invalidInput, unsupported } from '../../core/errors.ts';
+import { open, rm, stat } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { invalidInput, notFound, unsupported } from '../../core/errors.ts';
 import { mapLimit } from '../../core/concurrency.ts';
 import { fileUri, isUri, relativeTo } from '../../core/uri.ts';
 import type { LiteralValue } from '../../format/scan-task.ts';
@@ -12,6 +12,8 @@ import { currentSchema, currentSnapshot, specById } from '../../format/iceberg/t
 import type { DataFile, NestedField, PartitionSpec, PartitionTuple, Schema, Snapshot, TableMetadata } from '../../format/iceberg/types.ts';
 import { Props, readPhysicalNames } from '../../format/dual/table-properties.ts';
 import type { DuckDBSession } from '../../engine/duckdb-session.ts';
+import type { FileIO } from '../../io/file-io.ts';
+import { stagingFolder, trackStaging } from './interrupt.ts';
 import { liveFiles } from '../read/iceberg-scan.ts';
 import { catalogTable, commitWrite } from '../commit/commit.ts';
 import { appendFiles, updateProperties } from '../commit/table-actions.ts';
@@ -46,7 +48,10 @@ export interface AddFilesResult extends Pick<WriteResult, 'table' | 'snapshotId'
 const FOOTER_BATCH = 500;
 
 interface Footer {
+  /** The local file the engine read the footer from. */
   path: string;
+  /** How messages name the file: its local path, or its URI when remote. */
+  name: string;
   uri: string;
   rows: number;
   bytes: number;
@@ -60,11 +65,28 @@ export async function addFiles(ctx: TableContext, patterns: readonly string[], o
   const what = `add-files ${identString(ctx.ident)}`;
   if (patterns.length === 0) throw invalidInput(`${what}: no files named`);
   const session = await ctx.session();
-  const paths = await expand(session, patterns, what);
+  const local = patterns.filter((p) => !isUri(p) || p.startsWith('file:'));
+  const remoteNames = await expandRemote(ctx.io, patterns.filter((p) => isUri(p) && !p.startsWith('file:')), what);
+  const paths = await expand(session, local, what);
   const footerStart = performance.now();
-  const batches: string[][] = [];
-  for (let i = 0; i < paths.length; i += FOOTER_BATCH) batches.push(paths.slice(i, i + FOOTER_BATCH));
-  const footers = (await mapLimit(batches, Math.max(1, opts.concurrency ?? 4), (b) => readFooters(session, b))).flat();
+  // Remote files: only their footers are fetched, into sparse local files DuckDB reads them from.
+  const staging = remoteNames.length > 0 ? await stagingFolder(session, 'twinlake-footers-') : undefined;
+  const untrackStaging = staging ? trackStaging(staging) : () => undefined;
+  let footers: Footer[];
+  try {
+    const remote = new Map<string, { uri: string; size: number }>();
+    await mapLimit(remoteNames, 8, async (uri, i) => {
+      const file = join(staging!, `${i}.parquet`);
+      remote.set(file, { uri, size: await fetchFooter(ctx.io, uri, file, what) });
+    });
+    const all = [...paths, ...remote.keys()];
+    const batches: string[][] = [];
+    for (let i = 0; i < all.length; i += FOOTER_BATCH) batches.push(all.slice(i, i + FOOTER_BATCH));
+    footers = (await mapLimit(batches, Math.max(1, opts.concurrency ?? 4), (b) => readFooters(session, b, remote))).flat();
+  } finally {
+    if (staging) await rm(staging, { recursive: true, force: true });
+    untrackStaging();
+  }
   const footerMs = performance.now() - footerStart;
   let recordedNameMapping = false;
   let rows = 0;
@@ -107,12 +129,92 @@ export async function addFiles(ctx: TableContext, patterns: readonly string[], o
   });
 }
 
+/**
+ * Cloud locations and globs of them (`s3://b/t/imported/*.parquet`; `*` and `?` within a folder,
+ * `**` across folders) to the URIs of the objects they name, each once, listed through the store.
+ */
+async function expandRemote(io: FileIO, patterns: readonly string[], what: string): Promise<string[]> {
+  const out: string[] = [];
+  const seen = new Set<string>();
+  for (const p of patterns) {
+    let found: string[];
+    const glob = /[*?[{]/.exec(p);
+    if (glob) {
+      const folder = p.slice(0, p.lastIndexOf('/', glob.index) + 1);
+      const re = globRegex(p);
+      found = [];
+      for await (const m of io.list(folder)) if (re.test(m.uri)) found.push(m.uri);
+    } else {
+      found = (await io.exists(p)) ? [p] : [];
+    }
+    if (found.length === 0) throw invalidInput(`${what}: ${p}: no file matches`);
+    for (const f of found) {
+      if (seen.has(f)) throw invalidInput(`${what}: ${f}: named twice`);
+      seen.add(f);
+      out.push(f);
+    }
+  }
+  return out;
+}
+
+/** A glob as a regular expression over whole URIs: `**` any text, `*` and `?` within a folder, `[...]` and `{a,b}`. */
+function globRegex(glob: string): RegExp {
+  let re = '';
+  for (let i = 0; i < glob.length; i++) {
+    const c = glob[i]!;
+    if (c === '*' && glob[i + 1] === '*') (re += '.*'), i++;
+    else if (c === '*') re += '[^/]*';
+    else if (c === '?') re += '[^/]';
+    else if (c === '[') {
+      const end = glob.indexOf(']', i + 1);
+      if (end < 0) re += '\\[';
+      else (re += `[${glob.slice(i + 1, end).replace(/^!/, '^').replace(/\\/g, '\\\\')}]`), (i = end);
+    } else if (c === '{') {
+      const end = glob.indexOf('}', i + 1);
+      if (end < 0) re += '\\{';
+      else (re += `(?:${glob.slice(i + 1, end).split(',').map(escapeRegex).join('|')})`), (i = end);
+    } else re += escapeRegex(c);
+  }
+  return new RegExp(`^${re}$`);
+}
+
+const escapeRegex = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/**
+ * Copies the footer of a remote Parquet file into a sparse local file of the same size (its first
+ * four bytes and its footer in place, nothing between), which DuckDB's metadata functions read as
+ * the file itself; returns the size. Two or three ranged reads, whatever the file's size.
+ */
+async function fetchFooter(io: FileIO, uri: string, local: string, what: string): Promise<number> {
+  const head = await io.head(uri);
+  if (!head) throw notFound(`${what}: ${uri} does not exist`);
+  const size = head.size;
+  const notParquet = () => invalidInput(`${what}: cannot read the Parquet footer of ${uri}: not a Parquet file (expected PAR1 at both ends of its ${size} bytes)`);
+  if (size < 12) throw notParquet();
+  const { store, key } = io.storeAt(uri);
+  let tail = await store.get(key, { offset: size - Math.min(size, 64 * 1024), length: Math.min(size, 64 * 1024) });
+  const magic = (b: Uint8Array, at: number) => Buffer.from(b.subarray(at, at + 4)).toString('latin1') === 'PAR1';
+  if (!magic(tail, tail.length - 4)) throw notParquet();
+  const footer = Buffer.from(tail.buffer, tail.byteOffset, tail.byteLength).readUInt32LE(tail.length - 8) + 8;
+  if (footer > size - 4) throw notParquet();
+  if (footer > tail.length) tail = await store.get(key, { offset: size - footer, length: footer });
+  const first = await store.get(key, { offset: 0, length: 4 });
+  if (!magic(first, 0)) throw notParquet();
+  const handle = await open(local, 'w');
+  try {
+    await handle.write(first, 0, 4, 0);
+    await handle.write(tail, 0, tail.length, size - tail.length);
+  } finally {
+    await handle.close();
+  }
+  return size;
+}
+
 /** Paths and globs (`data/*.parquet`, expanded by DuckDB's glob) to absolute local paths, each once. */
 async function expand(session: DuckDBSession, patterns: readonly string[], what: string): Promise<string[]> {
   const out: string[] = [];
   const seen = new Set<string>();
   for (const p of patterns) {
-    if (isUri(p) && !p.startsWith('file:')) throw unsupported(`${what}: ${p}: only local files can be added so far`);
     const local = resolve(p.startsWith('file:') ? new URL(p).pathname : p);
     const found = /[*?[{]/.test(local) ? (await session.all(`SELECT file FROM glob(${quoteString(local)}) ORDER BY file`)).map((r) => String(r.file)) : [local];
     if (found.length === 0) throw invalidInput(`${what}: ${p}: no file matches`);
@@ -125,7 +227,8 @@ async function expand(session: DuckDBSession, patterns: readonly string[], what:
   return out;
 }
 
-async function readFooters(session: DuckDBSession, paths: string[]): Promise<Footer[]> {
+/** `remote`: the sparse footer copies (see fetchFooter) among `paths`, with their files' URIs and sizes. */
+async function readFooters(session: DuckDBSession, paths: string[], remote: Map<string, { uri: string; size: number }>): Promise<Footer[]> {
   const list = `[${paths.map(quoteString).join(', ')}]`;
   let schemaRows: Record<string, unknown>[];
   let metaRows: Record<string, unknown>[];
@@ -137,10 +240,14 @@ async function readFooters(session: DuckDBSession, paths: string[]): Promise<Foo
       `SELECT file_name, path_in_schema, row_group_id, row_group_num_rows, num_values, stats_min_value, stats_max_value, stats_null_count, total_compressed_size FROM parquet_metadata(${list})`,
     );
   } catch (e) {
-    throw invalidInput(`add-files: cannot read the Parquet footer of a file among ${paths[0]}${paths.length > 1 ? ` and ${paths.length - 1} more` : ''}: ${(e as Error).message}`);
+    const first = remote.get(paths[0]!)?.uri ?? paths[0];
+    throw invalidInput(`add-files: cannot read the Parquet footer of a file among ${first}${paths.length > 1 ? ` and ${paths.length - 1} more` : ''}: ${(e as Error).message}`);
   }
   const byPath = new Map<string, Footer>();
-  for (const p of paths) byPath.set(p, { path: p, uri: fileUri(p), rows: 0, bytes: 0, columns: [], stats: new Map() });
+  for (const p of paths) {
+    const r = remote.get(p);
+    byPath.set(p, { path: p, name: r?.uri ?? p, uri: r?.uri ?? fileUri(p), rows: 0, bytes: r?.size ?? 0, columns: [], stats: new Map() });
+  }
   const footerOf = (name: unknown) => {
     const f = byPath.get(String(name));
     if (!f) throw invalidInput(`add-files: DuckDB named a file not asked for: ${String(name)}`);
@@ -180,7 +287,7 @@ async function readFooters(session: DuckDBSession, paths: string[]): Promise<Foo
     (s as Raw).rawMin.push(r.stats_min_value === null || r.stats_min_value === undefined ? NONE : String(r.stats_min_value));
     (s as Raw).rawMax.push(r.stats_max_value === null || r.stats_max_value === undefined ? NONE : String(r.stats_max_value));
   }
-  await Promise.all([...byPath.values()].map(async (f) => void (f.bytes = (await stat(f.path)).size)));
+  await Promise.all([...byPath.values()].filter((f) => !remote.has(f.path)).map(async (f) => void (f.bytes = (await stat(f.path)).size)));
   return [...byPath.values()];
 }
 
@@ -214,7 +321,7 @@ async function toDataFiles(ctx: TableContext, metadata: TableMetadata, footers: 
   const live = new Set(snapshot ? (await liveFiles(ctx.io, metadata, snapshot)).data.map((d) => canonical(d['file-path'])) : []);
   const out: DataFile[] = [];
   for (const file of footers) {
-    const at = `${what}: ${file.path}`;
+    const at = `${what}: ${file.name}`;
     const rel = relativeTo(location, file.uri);
     if (rel === undefined || rel.split('/').includes('..')) {
       throw invalidInput(`${at}: not inside the table's location ${location}; files are added where they lie, so they must be below the table root (a Delta add path is relative to it); copy the file there first`);

@@ -1,6 +1,7 @@
 import { rm } from 'node:fs/promises';
 import { relative, sep } from 'node:path';
-import { errorMessage, invalidInput, isTwinlakeError, TwinlakeError, unsupported } from '../../core/errors.ts';
+import { errorMessage, invalidInput, isTwinlakeError, TwinlakeError } from '../../core/errors.ts';
+import { mapLimit } from '../../core/concurrency.ts';
 import { newUuid } from '../../core/ids.ts';
 import { joinUri } from '../../core/uri.ts';
 import type { DuckDBSession } from '../../engine/duckdb-session.ts';
@@ -196,8 +197,6 @@ export async function encodeFrom(ctx: BatchContext, plan: EncodeTarget, from: En
   const displayName = input ? input.displayName : (from as { displayName: string }).displayName;
   if ('input' in from) checkRequiredColumns(plan.schema, from.incoming);
   const dataDir = joinUri(plan.location, 'data');
-  const localDir = ctx.io.localPath(dataDir);
-  if (!localDir) throw unsupported(`write: storage for ${dataDir} is not local disk; remote storage comes with the cloud storage issue`);
   const session = await ctx.session();
   const writeId = newUuid();
   const keys = partitionKeys(plan.spec, plan.schema, plan.physicalNames);
@@ -248,32 +247,36 @@ export async function encodeFrom(ctx: BatchContext, plan: EncodeTarget, from: En
       // A CSV whose rows do not match its header can read as no rows at all: say which line.
       throw (await diagnoseInput(input)) ?? invalidInput(`${input.displayName}: no records; nothing was written`);
     }
-    const specId = plan.spec['spec-id'];
-    const dataFiles: DataFile[] = [];
     const relativePaths = stats.map((s) => relative(staging, s.path).split(sep).join('/'));
-    for (let i = 0; i < stats.length; i++) {
-      const s = stats[i]!;
-      if (s.recordCount === 0) continue;
-      const metrics = icebergMetrics(s, plan.schema);
-      checkRequiredNulls(plan.schema, metrics, displayName);
-      dataFiles.push({
-        content: 0,
-        'file-path': joinUri(dataDir, relativePaths[i]!),
-        'file-format': 'PARQUET',
-        partition: s.partitionKeys ? tupleOf(s.partitionKeys) : {},
-        'record-count': s.recordCount,
-        'file-size-in-bytes': s.sizeBytes,
-        ...metrics,
-        'spec-id': specId,
-      });
+    // Finished files go in through the store (DESIGN.md §7): moved on local disk, uploaded to a
+    // cloud store (several at once, multipart for large ones) while their metrics are gathered.
+    // Each is tracked from before it lands, so an interrupt or a failure removes it again.
+    const landing = landFiles(ctx.io, stats.map((s, i) => ({ uri: joinUri(dataDir, relativePaths[i]!), localFile: s.path })), files);
+    const dataFiles: DataFile[] = [];
+    try {
+      const specId = plan.spec['spec-id'];
+      for (let i = 0; i < stats.length; i++) {
+        const s = stats[i]!;
+        if (s.recordCount === 0) continue;
+        const metrics = icebergMetrics(s, plan.schema);
+        checkRequiredNulls(plan.schema, metrics, displayName);
+        dataFiles.push({
+          content: 0,
+          'file-path': joinUri(dataDir, relativePaths[i]!),
+          'file-format': 'PARQUET',
+          partition: s.partitionKeys ? tupleOf(s.partitionKeys) : {},
+          'record-count': s.recordCount,
+          'file-size-in-bytes': s.sizeBytes,
+          ...metrics,
+          'spec-id': specId,
+        });
+      }
+    } catch (e) {
+      // Let the uploads under way end before their files are deleted, or one could land after.
+      await landing.catch(() => undefined);
+      throw e;
     }
-    // Finished files go in through the store (DESIGN.md §7), which moves each one durably; each
-    // is tracked from before it lands, so an interrupt or a failure removes it again.
-    for (let i = 0; i < stats.length; i++) {
-      const uri = joinUri(dataDir, relativePaths[i]!);
-      files.push(uri);
-      await writeUncommitted(ctx.io, uri, () => ctx.io.putFile(uri, stats[i]!.path));
-    }
+    await landing;
     return { files, dataFiles, rows, bytes: stats.reduce((a, s) => a + s.sizeBytes, 0), schema: plan.schema };
   } catch (e) {
     await discardUncommitted(ctx.io, files);
@@ -282,6 +285,24 @@ export async function encodeFrom(ctx: BatchContext, plan: EncodeTarget, from: En
     await rm(staging, { recursive: true, force: true });
     untrackStaging();
   }
+}
+
+/**
+ * How many files go into a store at once. A cloud store's multipart upload keeps a few parts of
+ * each file in memory, so this bounds the write's upload buffers; on local disk a file is moved.
+ */
+export const FILES_IN_FLIGHT = 4;
+
+/**
+ * Stores each staged file under its URI through the FileIO, at most FILES_IN_FLIGHT at a time;
+ * every URI is pushed to `landed` before its upload starts (so a failure cleans it up). Fails with
+ * the first error once the uploads under way have ended; later files are not started.
+ */
+export async function landFiles(io: FileIO, items: { uri: string; localFile: string }[], landed: string[]): Promise<void> {
+  await mapLimit(items, FILES_IN_FLIGHT, async ({ uri, localFile }) => {
+    landed.push(uri);
+    await writeUncommitted(io, uri, () => io.putFile(uri, localFile));
+  });
 }
 
 /** The source column type of each partition field, by partition field ID. */
