@@ -1,7 +1,5 @@
 import { openCatalog, type OpenedCatalog } from '../catalog/open-catalog.ts';
 import { resolveEngineSettings } from '../engine/engine-settings.ts';
-import { FileIO } from '../io/file-io.ts';
-import { storeForLocation } from '../io/store-for-uri.ts';
 import { Lakehouse } from '../table/lakehouse.ts';
 import { findConfigFile, readConfigFile } from './config-file.ts';
 import { redact } from './redact.ts';
@@ -34,7 +32,6 @@ export async function loadConfig(opts: LoadConfigOptions = {}): Promise<Twinlake
  */
 export async function openConfiguredLakehouse(config: TwinlakeConfig, opts: { readOnly?: boolean; onWarning?: (message: string) => void } = {}): Promise<{ lake: Lakehouse; close: () => Promise<void> }> {
   resolveEngineSettings(config.engine);
-  const cloud = config.storage.s3 !== undefined || config.storage.azure !== undefined;
   let opened: OpenedCatalog | undefined;
   if (config.catalogConfigured) opened = await openCatalog(config.catalog, { warehouseUri: config.warehouseUri, storage: config.storage, readOnly: opts.readOnly });
   let lake: Lakehouse;
@@ -45,8 +42,8 @@ export async function openConfiguredLakehouse(config: TwinlakeConfig, opts: { re
       readOnly: opts.readOnly,
       catalog: opened?.catalog,
       deltaRegistry: opened?.deltaRegistry,
-      // Locations on the configured stores (a table read by its s3:// path, a registered metadata file).
-      io: cloud ? new FileIO((uri) => storeForLocation(uri, config.storage)) : undefined,
+      // The configured stores serve the warehouse and any location on them (a table read by its s3:// path).
+      storage: config.storage,
       onWarning: opts.onWarning ?? ((m) => process.stderr.write(`warning: ${redact(m)}\n`)),
     });
   } catch (e) {

@@ -184,7 +184,7 @@ export class Lakehouse {
     const io = opts.io ?? localFileIO(opts.storage);
     io.storeAt(/^[^:]+:\/\/[^/]+\/./.test(warehouse) ? warehouse : joinUri(warehouse, 'namespace'));
     const warn = opts.onWarning ?? ((m: string) => process.stderr.write(`warning: ${m}\n`));
-    return new Lakehouse(warehouse, opts.catalog, io, undefined, opts.clock ?? systemClock, warn, false, { ...opts.engine }, opts.readCacheBytes);
+    return new Lakehouse(warehouse, opts.catalog, io, opts.deltaRegistry, opts.clock ?? systemClock, warn, false, { ...opts.engine }, opts.readCacheBytes);
   }
 
   /** A handle on a table (`namespace.table`); it need not exist yet: the first write creates it. */
