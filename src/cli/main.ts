@@ -7,6 +7,11 @@ import { redact } from '../config/redact.ts';
  * The `twinlake` command. Thin: parse arguments, call the library, format the result. Exit 0 on
  * success; on failure one line on stderr and the exit code of its kind (exit-codes.ts).
  */
+// The AWS SDK warns once per process that its releases after January 2027 need Node 22. This
+// package pins its SDK version, so the warning is not something a user of the command can act on,
+// and a command's stderr is kept to its one line. Setting the variable to anything else shows it.
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+
 // `twinlake read ... | head` closes the pipe early: that is the reader's choice, not a failure.
 process.stdout.on('error', (e: NodeJS.ErrnoException) => {
   if (e.code === 'EPIPE') process.exit(0);
