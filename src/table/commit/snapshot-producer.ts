@@ -7,7 +7,7 @@ import { deleteFileKey, partitionType } from '../../format/iceberg/manifest.ts';
 import { partitionIdentity, summarize } from '../../format/iceberg/snapshot-summary.ts';
 import { currentSnapshot, isUnpartitioned, specById } from '../../format/iceberg/table-metadata.ts';
 import type { DataFile, FieldSummary, ManifestEntry, ManifestFile, Operation, PartitionSpec, Schema, Snapshot, TableMetadata } from '../../format/iceberg/types.ts';
-import { avroCodec, encodeManifestFile, readManifestEntries, readManifestList, syncMarker } from './manifest-io.ts';
+import { avroCodec, encodeManifestFile, forgetAvroFiles, readManifestEntries, readManifestList, syncMarker, writeAvroFile } from './manifest-io.ts';
 import { intProp, Props, boolProp } from '../../format/dual/table-properties.ts';
 
 /**
@@ -58,7 +58,8 @@ export interface RowDeletesBasis {
 /** What depends on the base a snapshot is built on: its schema and summary extras. */
 export interface SnapshotBasis {
   schema: Schema;
-  summaryExtra: Record<string, string>;
+  /** May still be worked out (a probe of the Delta log) while the manifests are written. */
+  summaryExtra: Record<string, string> | Promise<Record<string, string>>;
 }
 
 export interface ProducedSnapshot {
@@ -117,13 +118,14 @@ export class SnapshotProducer {
     const removed: DataFile[] = [];
     const removedDeletes: DataFile[] = [];
 
-    const parentManifests = parent ? await readManifestList(this.io, parent['manifest-list']) : [];
-
+    // The manifest of added files depends on nothing the parent holds: its write starts first.
     if (this.change.added.length > 0) {
       const entries: ManifestEntry[] = this.change.added.map((f) => ({ status: 1, 'snapshot-id': this.snapshotId, 'data-file': f }));
       this.addedManifest ??= await this.writeOwn(base, { spec, schema: basis.schema, content: 0, entries }, 'm0');
       manifests.push(listEntry(this.addedManifest, this.snapshotId, sequenceNumber));
     }
+
+    const parentManifests = parent ? await readManifestList(this.io, parent['manifest-list']) : [];
 
     if (this.change.replaceAll) {
       // Every live file of the parent becomes a DELETED entry of this snapshot; its sequence
@@ -186,7 +188,7 @@ export class SnapshotProducer {
       added: [...this.change.added, ...(this.change.addedDeletes ?? [])],
       removed: [...removed, ...removedDeletes],
       previous: parent?.summary,
-      extra: { ...basis.summaryExtra, ...this.change.summary },
+      extra: { ...(await basis.summaryExtra), ...this.change.summary },
     });
     const snapshot: Snapshot = {
       'snapshot-id': this.snapshotId,
@@ -386,7 +388,7 @@ export class SnapshotProducer {
   }
 
   private startWrite(uri: string, bytes: Uint8Array): void {
-    const write = this.io.write(uri, bytes);
+    const write = writeAvroFile(this.io, uri, bytes);
     // Awaited with the manifest list (or settled when the attempt fails); never unhandled.
     write.catch(() => undefined);
     this.writes.push(write);
@@ -407,6 +409,7 @@ export class SnapshotProducer {
   /** Removes every file this producer wrote (the write failed or was abandoned). */
   async abandon(): Promise<void> {
     await Promise.allSettled(this.writes);
+    forgetAvroFiles(this.io, this.written);
     await this.io.deleteQuietly(this.written);
   }
 }

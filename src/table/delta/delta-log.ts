@@ -133,8 +133,10 @@ export async function readDeltaSnapshot(
     throw invalidInput('delta log: expected a version or a timestamp, found both');
   }
   const hint = await readLastCheckpoint(store, tableRoot);
-  const newest = opts.version === undefined && opts.timestampMs === undefined;
-  const listing = (hint && newest ? await listingFromCheckpoint(store, tableRoot, hint) : undefined) ?? (await listLog(store, tableRoot));
+  // The newest version, or one at or after the hint's checkpoint (the checkpoint a writer makes
+  // of the version it just wrote), replays from that checkpoint: the log before it is not listed.
+  const fromHint = hint !== undefined && opts.timestampMs === undefined && (opts.version === undefined || opts.version >= hint.version);
+  const listing = (fromHint ? await listingFromCheckpoint(store, tableRoot, hint) : undefined) ?? (await listLog(store, tableRoot));
   if (listing.files.size === 0) throw notFound(`delta log: expected ${logPrefix(tableRoot)} in ${store.root}, found no log files`);
   const version = opts.timestampMs !== undefined ? await versionAt(store, tableRoot, listing, opts.timestampMs) : opts.version;
   const target = version ?? Infinity;
@@ -256,10 +258,17 @@ export async function latestDeltaVersion(store: ObjectStore, tableRoot: string):
  * The newest commit of the log (see DeltaHead), or undefined when there is no Delta commit.
  * `near` is where the caller expects it (the Delta version a snapshot's summary names): the
  * commits there and just after are probed, so a write need not list a long log; a log elsewhere
- * is listed.
+ * is listed. `known` is a commit the caller wrote itself, with its size: when the probe finds it
+ * to be the newest, at that size, it is not read again.
  */
-export async function readDeltaHead(store: ObjectStore, tableRoot: string, near?: number): Promise<DeltaHead | undefined> {
-  const exists = async (v: number) => v >= 0 && (await store.head(tableKey(tableRoot, commitPath(v)))) !== undefined;
+export async function readDeltaHead(store: ObjectStore, tableRoot: string, near?: number, known?: WrittenHead): Promise<DeltaHead | undefined> {
+  let newestSize: number | undefined;
+  const exists = async (v: number) => {
+    if (v < 0) return false;
+    const h = await store.head(tableKey(tableRoot, commitPath(v)));
+    if (h) newestSize = h.size;
+    return h !== undefined;
+  };
   let version: number | undefined;
   if (near !== undefined) {
     // Versions are contiguous: the newest is the last that exists, the one before the first that does not.
@@ -269,6 +278,7 @@ export async function readDeltaHead(store: ObjectStore, tableRoot: string, near?
       if (v < near + 8) version = v;
     } else if (await exists(near - 1)) version = near - 1;
   }
+  if (version !== undefined && known?.head.version === version && known.size === newestSize) return { ...known.head };
   if (version === undefined) {
     const { files } = await listLog(store, tableRoot);
     for (const name of files.keys()) {
@@ -279,7 +289,18 @@ export async function readDeltaHead(store: ObjectStore, tableRoot: string, near?
   if (version === undefined) return undefined;
   const bytes = await store.get(tableKey(tableRoot, commitPath(version)));
   if (bytes.length === 0) return { version, empty: true };
-  const info = findCommitInfo(parseCommit(new TextDecoder().decode(bytes), commitPath(version)));
+  return headOfActions(version, parseCommit(new TextDecoder().decode(bytes), commitPath(version)));
+}
+
+/** A commit written by the caller: what `readDeltaHead` would read from it, and its size in bytes. */
+export interface WrittenHead {
+  head: DeltaHead;
+  size: number;
+}
+
+/** The DeltaHead of commit `version` holding `actions`. */
+export function headOfActions(version: number, actions: readonly Action[]): DeltaHead {
+  const info = findCommitInfo(actions as Action[]);
   const head: DeltaHead = { version, empty: false };
   if (info?.icebergSnapshotId !== undefined) head.icebergSnapshotId = BigInt(info.icebergSnapshotId as bigint);
   if (info?.icebergSequenceNumber !== undefined) head.icebergSequenceNumber = Number(info.icebergSequenceNumber);

@@ -19,7 +19,7 @@ import {
 } from '../../format/dual/projection.ts';
 import { DELTA_START_KEY, deltaVersionOf, nextDeltaVersion } from '../../format/dual/summary-keys.ts';
 import { readManifestEntries, readManifestList } from '../commit/manifest-io.ts';
-import { readDeltaHead, readDeltaSnapshot } from './delta-log.ts';
+import { headOfActions, readDeltaHead, readDeltaSnapshot, type WrittenHead } from './delta-log.ts';
 import { liveFiles } from '../read/iceberg-scan.ts';
 import { deltaDescriptor } from '../merge/row-deletes.ts';
 
@@ -119,6 +119,20 @@ export async function snapshotVersion(io: FileIO, metadata: TableMetadata, snaps
 }
 
 /**
+ * The newest Delta commit written through each FileIO, by table location. The next commit's
+ * catch-up finds the head of the log where it expects it; when that is the commit this process
+ * wrote (the same version and size), what it mirrors is known without reading it back.
+ */
+const writtenHeads = new WeakMap<FileIO, Map<string, WrittenHead>>();
+
+function rememberHead(io: FileIO, location: string, written: WrittenHead): void {
+  let heads = writtenHeads.get(io);
+  if (!heads) writtenHeads.set(io, (heads = new Map()));
+  const held = heads.get(location);
+  if (!held || held.head.version < written.head.version) heads.set(location, written);
+}
+
+/**
  * Makes the newest Delta version mirror the target snapshot (the current one by default), as
  * `planCatchUp` says: replaying the snapshots in between, or one version that removes and adds
  * what differs. Which snapshot a version mirrors is read from the log
@@ -140,18 +154,20 @@ export async function catchUpDelta(
 
   /** Writes `version`; false when another writer took it for a different snapshot. */
   const write = async (version: number, actions: Action[], snapshotId?: bigint): Promise<boolean> => {
-    if (await io.writeIfAbsent(logFile(version), serializeCommit(actions))) {
+    const text = serializeCommit(actions);
+    if (await io.writeIfAbsent(logFile(version), text)) {
+      rememberHead(io, location, { head: headOfActions(version, actions), size: Buffer.byteLength(text) });
       written.push(version);
       await opts.afterWrite?.(version);
       return true;
     }
-    const text = await io.readText(logFile(version));
-    const mirrored = text.trim() === '' ? undefined : findCommitInfo(parseCommit(text, commitPath(version)))?.icebergSnapshotId;
-    return snapshotId === undefined ? mirrored === undefined && text.trim() !== '' : mirrored !== undefined && BigInt(mirrored as bigint) === snapshotId;
+    const theirs = await io.readText(logFile(version));
+    const mirrored = theirs.trim() === '' ? undefined : findCommitInfo(parseCommit(theirs, commitPath(version)))?.icebergSnapshotId;
+    return snapshotId === undefined ? mirrored === undefined && theirs.trim() !== '' : mirrored !== undefined && BigInt(mirrored as bigint) === snapshotId;
   };
 
   for (let attempt = 0; attempt < 5; attempt++) {
-    const head = await readDeltaHead(store, key, target && deltaVersionOf(target));
+    const head = await readDeltaHead(store, key, target && deltaVersionOf(target), writtenHeads.get(io)?.get(location));
     if (head?.empty && !warned.has(head.version)) {
       warned.add(head.version);
       opts.warn?.(
