@@ -1,7 +1,7 @@
 import { dataInvalid, invalidInput, isTwinlakeError, notFound, unsupported } from '../../core/errors.ts';
 import { isUri, joinUri, relativeTo } from '../../core/uri.ts';
 import type { ObjectStore } from '../../io/object-store.ts';
-import { type Action, type DeletionVectorDescriptor, commitPath, parseCommit, parseLogFileName, serializeCommit } from '../../format/delta/actions.ts';
+import { type Action, type DeletionVectorDescriptor, checkpointPath, commitPath, parseCommit, parseLogFileName, serializeCommit } from '../../format/delta/actions.ts';
 import {
   type LastCheckpoint,
   CHECKPOINT_VALUE_PARSERS,
@@ -136,7 +136,8 @@ export async function readDeltaSnapshot(
   // The newest version, or one at or after the hint's checkpoint (the checkpoint a writer makes
   // of the version it just wrote), replays from that checkpoint: the log before it is not listed.
   const fromHint = hint !== undefined && opts.timestampMs === undefined && (opts.version === undefined || opts.version >= hint.version);
-  const listing = (fromHint ? await listingFromCheckpoint(store, tableRoot, hint) : undefined) ?? (await listLog(store, tableRoot));
+  const listing =
+    (fromHint ? ((await listingByProbe(store, tableRoot, hint)) ?? (await listingFromCheckpoint(store, tableRoot, hint))) : undefined) ?? (await listLog(store, tableRoot));
   if (listing.files.size === 0) throw notFound(`delta log: expected ${logPrefix(tableRoot)} in ${store.root}, found no log files`);
   const version = opts.timestampMs !== undefined ? await versionAt(store, tableRoot, listing, opts.timestampMs) : opts.version;
   const target = version ?? Infinity;
@@ -168,6 +169,43 @@ export async function readDeltaSnapshot(
     ),
   ]);
   return replay({ ...(cp && checkpointActions ? { checkpoint: { version: cp.version, actions: checkpointActions } } : {}), commits });
+}
+
+/** How many commits after the hint's checkpoint are looked for by name before the log is listed. */
+const PROBE_LIMIT = 100;
+const PROBE_BATCH = 10;
+
+/**
+ * For a read of the newest version (or one after the hint's checkpoint) when the hint names a
+ * classic checkpoint: the checkpoint and the commits after it, each asked for by name, ten at a
+ * time; versions are contiguous, so the first missing one ends the log. Nothing is listed (on
+ * local disk a listing reads the whole folder, 10,000 commits and more; on S3 it pages through
+ * it). Undefined when the checkpoint is not there or more than PROBE_LIMIT commits follow it (a
+ * stale hint): the caller lists.
+ */
+async function listingByProbe(store: ObjectStore, tableRoot: string, hint: LastCheckpoint): Promise<LogListing | undefined> {
+  if (hint.parts !== undefined && hint.parts > 1) return undefined;
+  const prefix = logPrefix(tableRoot);
+  const name = (rel: string) => rel.slice('_delta_log/'.length);
+  const files = new Map<string, number>();
+  const checkpoint = name(checkpointPath(hint.version));
+  const [found, atCheckpoint] = await Promise.all([store.head(prefix + checkpoint), store.head(prefix + name(commitPath(hint.version)))]);
+  if (!found) return undefined;
+  files.set(checkpoint, found.modified);
+  if (atCheckpoint) files.set(name(commitPath(hint.version)), atCheckpoint.modified);
+  const head = (v: number) => store.head(prefix + name(commitPath(v)));
+  for (let from = hint.version + 1; from <= hint.version + PROBE_LIMIT; from += PROBE_BATCH) {
+    const heads = await Promise.all(Array.from({ length: PROBE_BATCH }, (_, i) => head(from + i)));
+    const end = heads.findIndex((h) => h === undefined);
+    for (const [i, h] of heads.entries()) if (h && (end < 0 || i < end)) files.set(name(commitPath(from + i)), h.modified);
+    if (end < 0) continue;
+    // A commit just past the first missing one is a gap, which the listing reports as such
+    // rather than the log ending early.
+    const after = [...heads.slice(end + 1, end + 3)];
+    for (let v = from + heads.length; after.length < 2; v++) after.push(await head(v));
+    return after.some((h) => h !== undefined) ? undefined : { files };
+  }
+  return undefined;
 }
 
 /**
