@@ -9,6 +9,7 @@ import { currentSnapshot, isUnpartitioned, specById } from '../../format/iceberg
 import type { DataFile, FieldSummary, ManifestEntry, ManifestFile, Operation, PartitionSpec, Schema, Snapshot, TableMetadata } from '../../format/iceberg/types.ts';
 import { avroCodec, encodeManifestFile, forgetAvroFiles, readManifestEntries, readManifestList, syncMarker, writeAvroFile } from './manifest-io.ts';
 import { intProp, Props, boolProp } from '../../format/dual/table-properties.ts';
+import type { SnapshotChanges } from '../../format/dual/projection.ts';
 
 /**
  * Builds one Iceberg snapshot on top of a base metadata (spec §Snapshots, §Manifests,
@@ -67,6 +68,12 @@ export interface ProducedSnapshot {
   /** Files this attempt wrote that must be deleted if its commit is not accepted. */
   attemptFiles: string[];
   removed: DataFile[];
+  /**
+   * The data files the snapshot added and removed, as its manifests' ADDED and DELETED entries
+   * say, for the Delta version that mirrors it; only for a snapshot without delete files (whose
+   * Delta twin also needs deletion vector descriptors).
+   */
+  changes?: SnapshotChanges;
 }
 
 const CONFLICT = 'commit-conflict';
@@ -200,7 +207,9 @@ export class SnapshotProducer {
       'schema-id': basis.schema['schema-id'],
       ...(rowLineage ? { 'first-row-id': rowLineage.firstRowId, 'added-rows': rowLineage.addedRows } : {}),
     };
-    return { snapshot, attemptFiles, removed };
+    const plain = (this.change.addedDeletes?.length ?? 0) === 0 && removedDeletes.length === 0 && this.change.rowDeletes === undefined;
+    const changes: SnapshotChanges | undefined = plain ? { added: this.change.added, removed, addedDeletes: [], removedDeletes: [], deleteTargets: [] } : undefined;
+    return { snapshot, attemptFiles, removed, ...(changes ? { changes } : {}) };
   }
 
   /**

@@ -5,7 +5,7 @@ import type { DataFile, Snapshot, TableMetadata } from '../../format/iceberg/typ
 import { checkRequirements, type TableRequirement, type TableUpdate } from '../../format/iceberg/updates.ts';
 import type { TableCommit } from '../../catalog/catalog.ts';
 import { DELTA_DV_KEY, DELTA_START_KEY, DELTA_VERSION_KEY, deletionVectorsOn } from '../../format/dual/summary-keys.ts';
-import { nextDeltaVersionAfter } from '../delta/delta-projection.ts';
+import { nextDeltaVersionAfter, rememberChanges } from '../delta/delta-projection.ts';
 import { planSchema, rebasePlan, type SchemaPlan } from '../write/schema-plan.ts';
 import { forgetAvroFiles } from './manifest-io.ts';
 import { SnapshotProducer, type RowDeletesBasis, type SnapshotChange } from './snapshot-producer.ts';
@@ -52,6 +52,7 @@ class SnapshotAction implements TableAction {
       throw e;
     }
     this.attemptFiles = produced.attemptFiles;
+    if (produced.changes) rememberChanges(ctx.io, this.producer.snapshotId, produced.changes);
     return {
       status: 'apply',
       // Manifests are written against the schema and the default spec: both must still hold.

@@ -30,10 +30,32 @@ import { deltaDescriptor } from '../merge/row-deletes.ts';
  */
 
 /**
+ * What the snapshots built through each FileIO changed, by snapshot ID, as their producer handed
+ * it over (the newest few): the Delta version mirroring a snapshot this process just committed
+ * need not decode the manifests it wrote (100,000 entries for a large add-files). A rebuild of
+ * the snapshot on a newer parent replaces its entry; the one committed is the last built.
+ */
+const producedChanges = new WeakMap<FileIO, Map<bigint, SnapshotChanges>>();
+const PRODUCED_KEPT = 8;
+
+export function rememberChanges(io: FileIO, snapshotId: bigint, changes: SnapshotChanges): void {
+  let byId = producedChanges.get(io);
+  if (!byId) producedChanges.set(io, (byId = new Map()));
+  byId.delete(snapshotId);
+  byId.set(snapshotId, changes);
+  for (const id of byId.keys()) {
+    if (byId.size <= PRODUCED_KEPT) break;
+    byId.delete(id);
+  }
+}
+
+/**
  * The files a snapshot added and removed, read from the manifests it wrote; for row-level deletes
  * also the data files they apply to and their Delta DV descriptors.
  */
 export async function snapshotChanges(io: FileIO, metadata: TableMetadata, snapshot: Snapshot): Promise<SnapshotChanges> {
+  const known = producedChanges.get(io)?.get(snapshot['snapshot-id']);
+  if (known) return known;
   const out = { added: [] as DataFile[], removed: [] as DataFile[], addedDeletes: [] as DataFile[], removedDeletes: [] as DataFile[], deleteTargets: new Map<string, DataFile>() };
   const id = snapshot['snapshot-id'];
   const manifests = await readManifestList(io, snapshot['manifest-list']);
