@@ -125,6 +125,20 @@ describe('the store calls of a commit', () => {
     });
   });
 
+  it('a write checks the tail of the Delta log without listing it once a checkpoint is there', async () => {
+    await withLake(async (lake, calls) => {
+      const table = lake.table('io.tail');
+      for (let i = 0; i < 12; i++) await table.append([{ id: i }]);
+      calls.length = 0;
+      await table.append([{ id: 12 }]);
+      expect(calls.filter((c) => c.call === 'list' && c.path.includes('_delta_log'))).toEqual([]);
+      // The commits after the checkpoint at 10 are what the check reads.
+      const read = new Set(deltaCommitGets(calls).map((c) => Number(c.path.slice(-25, -5))));
+      expect([...read].sort((a, b) => a - b)).toEqual([10, 11, 12]);
+      await expectBothEqual(table, Array.from({ length: 13 }, (_, i) => i));
+    });
+  });
+
   it('reads the Delta head when another process wrote it, and stays gap-free', async () => {
     await withLake(async (lake, calls, warehouse) => {
       const table = lake.table('io.shared');

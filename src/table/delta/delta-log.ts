@@ -42,6 +42,25 @@ export async function deltaLogFiles(store: ObjectStore, tableRoot: string): Prom
   return (await listLog(store, tableRoot)).files;
 }
 
+/**
+ * The files of `_delta_log/` a write's check of the log's tail looks at: when `_last_checkpoint`
+ * names a checkpoint that is there, that checkpoint, the commits after it and the checkpoints
+ * at their versions (each asked for by name, see listingByProbe), and `_last_checkpoint` itself;
+ * otherwise every file (deltaLogFiles). A write need not list a log of 10,000 commits.
+ */
+export async function deltaLogTail(store: ObjectStore, tableRoot: string): Promise<Map<string, number>> {
+  const hint = await readLastCheckpoint(store, tableRoot);
+  const probed = hint ? await listingByProbe(store, tableRoot, hint) : undefined;
+  if (!hint || !probed) return deltaLogFiles(store, tableRoot);
+  const prefix = logPrefix(tableRoot);
+  const after = [...probed.files.keys()].map((n) => parseLogFileName(n)).filter((f) => f?.kind === 'commit' && f.version > hint.version).map((f) => f!.version);
+  // A checkpoint newer than the hint (its `_last_checkpoint` not written yet) is found too.
+  const [last, ...checkpoints] = await Promise.all([store.head(`${prefix}_last_checkpoint`), ...after.map((v) => store.head(prefix + checkpointPath(v).slice('_delta_log/'.length)))]);
+  for (const [i, h] of checkpoints.entries()) if (h) probed.files.set(checkpointPath(after[i]!).slice('_delta_log/'.length), h.modified);
+  if (last) probed.files.set('_last_checkpoint', last.modified);
+  return probed.files;
+}
+
 async function listLog(store: ObjectStore, tableRoot: string, namePrefix = ''): Promise<LogListing> {
   const prefix = logPrefix(tableRoot);
   const files = new Map<string, number>();
