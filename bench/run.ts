@@ -9,6 +9,7 @@ import { manyWriters, type ManyWritersOptions, type ManyWritersResult } from './
 import { readBench } from './read.ts';
 import { openBench } from './open.ts';
 import { addFilesBench } from './add-files.ts';
+import { retainedBench } from './retained.ts';
 
 /**
  * Benchmarks, each against a baseline measured in the same run:
@@ -31,6 +32,8 @@ import { addFilesBench } from './add-files.ts';
  *    (bench/open.ts). Run alone: `npm run bench open`.
  * 7. `cloud`: BENCH_CLOUD_GB (1) GB of NDJSON appended to an s3:// table on a RADOS Gateway the
  *    run starts; rows/s and peak RSS (bench/cloud.ts). Only when named: `npm run bench cloud`.
+ * 8. `retained`: the commit of a 10-row append on a table with BENCH_RETAINED (10,000) snapshots
+ *    vs one with 10 (bench/retained.ts; goal ≤ 3x). Run alone: `npm run bench retained`.
  */
 const root = resolve('.tmp/bench');
 mkdirSync(root, { recursive: true });
@@ -444,6 +447,11 @@ if (!only || only === 'commits') await commitBench();
 if (!only || only === 'merge') await mergeBench();
 if (!only || only === 'partitions') await partitionsBench();
 if (!only || only === 'writers') await writersBench();
+if (!only || only === 'retained') {
+  const retained = Number(process.env.BENCH_RETAINED ?? 10_000);
+  console.log(`commit of a 10-row append with ${retained} retained snapshots vs 10 (bench/retained.ts)`);
+  await retainedBench(root, retained, Number(process.env.BENCH_RETAINED_COMMITS ?? 30));
+}
 if (!only || only === 'open') {
   const versions = Number(process.env.BENCH_VERSIONS ?? 10_000);
   console.log(`plan a read of a table with ${versions} versions vs 10, median of 5 (bench/open.ts)`);

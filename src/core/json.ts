@@ -13,9 +13,32 @@ export function isJsonObject(x: unknown): x is Record<string, any> {
 
 export function parseJson(text: string, source = 'json'): any {
   // Fast path: the engine's JSON.parse, with integers too long to be exact carried through as
-  // marked strings. Strings are matched first so digits inside them are never touched.
-  // A text that could spell the marker itself takes the slow path.
+  // marked strings. A text that could spell the marker itself takes the slow path.
   if (text.includes('\\u0001')) return parseJsonSlow(text, source);
+  // First only the long integers that stand as values (after `:`, `,` or `[`, before `,`, `}` or
+  // `]`) are marked, which touches a few places of a large metadata file instead of every token.
+  // A match inside a string would close that string and leave a bare `\` behind it, which no JSON
+  // parses: such a text falls through to the matching of strings and numbers below.
+  let longValues = 0;
+  const quick = text.replace(LONG_VALUES, (m: string, digits: string) => {
+    longValues++;
+    return `${m.slice(0, m.length - digits.length)}"${BIG_MARK_ESCAPED}${digits}"`;
+  });
+  if (longValues === 0 && !/\d{16}/.test(text)) {
+    try {
+      return JSON.parse(text);
+    } catch {
+      return parseJsonSlow(text, source);
+    }
+  }
+  try {
+    const value = JSON.parse(quick);
+    // Every long integer of the text stands as a value (none is a lone top-level number, none
+    // has a fraction or exponent): the marked ones are all there is to revive.
+    if (!/^\s*-?\d/.test(text)) return reviveMarked(value);
+  } catch {
+    // A long integer inside a string: match strings first below.
+  }
   let marked = false;
   const prepared = text.replace(TOKENS, (m) => {
     if (m.charCodeAt(0) === 34 || m.length < 16 || !/^-?\d+$/.test(m)) return m;
@@ -39,6 +62,26 @@ export function parseJson(text: string, source = 'json'): any {
 const TOKENS = /"[^"\\]*(?:\\.[^"\\]*)*"|-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/g;
 /** A prefix no JSON text can produce: JSON forbids raw control characters inside strings. */
 const BIG_MARK = '\u0001big:';
+/** BIG_MARK as JSON text spells it inside a string. */
+const BIG_MARK_ESCAPED = '\\u0001big:';
+/** An integer of 16 or more digits standing as a value: an object member's, an array element. */
+const LONG_VALUES = /[:,[]\s*(-?\d{16,})(?=\s*[,}\]])/g;
+
+/** The marked strings of a parsed value as numbers (bigint when not exact as a number), in place. */
+function reviveMarked(value: unknown): unknown {
+  if (typeof value === 'string') return value.charCodeAt(0) === 1 ? reviveBig('', value) : value;
+  if (typeof value !== 'object' || value === null) return value;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) value[i] = reviveMarked(value[i]);
+    return value;
+  }
+  const obj = value as Record<string, unknown>;
+  for (const k in obj) {
+    const v = obj[k];
+    if (typeof v === 'object' || typeof v === 'string') obj[k] = reviveMarked(v);
+  }
+  return obj;
+}
 
 function reviveBig(_key: string, value: unknown): unknown {
   if (typeof value === 'string' && value.startsWith(BIG_MARK)) {

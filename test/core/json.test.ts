@@ -21,6 +21,13 @@ describe('bigint-safe JSON', () => {
     expect(v.b).toBe(12345678901234567890n);
   });
 
+  it('leaves integers inside strings alone wherever they stand, and reads a lone long integer', () => {
+    const v = parseJson('{"a": "x:12345678901234567890,", "b": [ "[12345678901234567890]" ,\n 12345678901234567890 ], "c": {"d":-12345678901234567890}}');
+    expect(v).toEqual({ a: 'x:12345678901234567890,', b: ['[12345678901234567890]', 12345678901234567890n], c: { d: -12345678901234567890n } });
+    expect(parseJson(' 12345678901234567890 ')).toBe(12345678901234567890n);
+    expect(parseJson('[12345678901234567890e2]')).toEqual([12345678901234567890e2]);
+  });
+
   it('names the line and column of malformed input', () => {
     expect(() => parseJson('{\n  "a": 1,\n  "b": \n}', 'meta.json')).toThrow(/meta\.json: .*line 4, column 1/);
     expect(() => parseJson('[1, 2', 'x')).toThrow(/x: expected ',' or ']'/);

@@ -208,22 +208,33 @@ function optionalSnapshotId(v: unknown, what: string, fail: (what: string) => ne
  * every reader accepts, spec Appendix F) and v3 files get `null`.
  */
 export function serializeTableMetadata(m: TableMetadata): string {
-  // Every commit rewrites the whole snapshot list; a snapshot never changes once added, so its
-  // JSON text is made once and spliced in, keeping a commit's serialization cost flat.
-  const json = tableMetadataToJson(m) as Record<string, unknown>;
+  // Every commit rewrites the whole snapshot list and snapshot log; a snapshot or log entry never
+  // changes once added, so its JSON text is made once and spliced in, and the rest of the file
+  // is all that is serialized per commit.
+  const json = tableMetadataToJson(m, { lists: false });
   const v = m['format-version'];
   json.snapshots = SNAPSHOTS_MARK;
+  json['snapshot-log'] = SNAPSHOT_LOG_MARK;
   const text = stringifyJson(json);
-  const mark = `"snapshots":"${SNAPSHOTS_MARK}"`;
-  const at = text.indexOf(mark);
-  // A property that happens to spell the marker: no shortcut.
-  if (at < 0 || text.indexOf(mark, at + 1) >= 0) return stringifyJson(tableMetadataToJson(m));
+  const marks = [`"snapshots":"${SNAPSHOTS_MARK}"`, `"snapshot-log":"${SNAPSHOT_LOG_MARK}"`];
+  const at = marks.map((mark) => text.indexOf(mark));
+  // A property that happens to spell a marker: no shortcut.
+  if (at.some((i, k) => i < 0 || text.indexOf(marks[k]!, i + 1) >= 0) || at[0]! > at[1]!) return stringifyJson(tableMetadataToJson(m));
   const snapshots = '[' + m.snapshots.map((s) => snapshotText(s, v)).join(',') + ']';
-  return text.slice(0, at) + '"snapshots":' + snapshots + text.slice(at + mark.length);
+  const log = '[' + m['snapshot-log'].map(logEntryText).join(',') + ']';
+  return text.slice(0, at[0]) + '"snapshots":' + snapshots + text.slice(at[0]! + marks[0]!.length, at[1]) + '"snapshot-log":' + log + text.slice(at[1]! + marks[1]!.length);
 }
 
 const SNAPSHOTS_MARK = 'twinlake-snapshots-placeholder-5f0c2e';
+const SNAPSHOT_LOG_MARK = 'twinlake-snapshot-log-placeholder-5f0c2e';
 const snapshotTexts = new WeakMap<Snapshot, { version: number; text: string }>();
+const logEntryTexts = new WeakMap<object, string>();
+
+function logEntryText(entry: TableMetadata['snapshot-log'][number]): string {
+  let text = logEntryTexts.get(entry);
+  if (text === undefined) logEntryTexts.set(entry, (text = stringifyJson(entry)));
+  return text;
+}
 
 function snapshotText(s: Snapshot, version: number): string {
   const hit = snapshotTexts.get(s);
@@ -240,7 +251,7 @@ const KNOWN_FIELDS = new Set([
 ]);
 
 /** The JSON object of a metadata file (bigints kept; serialize with `stringifyJson`). */
-export function tableMetadataToJson(m: TableMetadata): Record<string, unknown> {
+export function tableMetadataToJson(m: TableMetadata, opts: { lists?: boolean } = {}): Record<string, unknown> {
   const v = m['format-version'];
   const out: Record<string, unknown> = { 'format-version': v };
   if (v >= 2 || m['table-uuid']) out['table-uuid'] = m['table-uuid'];
@@ -260,10 +271,11 @@ export function tableMetadataToJson(m: TableMetadata): Record<string, unknown> {
   out.properties = m.properties;
   out['current-snapshot-id'] = m['current-snapshot-id'] ?? (v >= 3 ? null : -1);
   out.refs = m.refs;
-  out.snapshots = m.snapshots.map((s) => snapshotToJson(s, v));
+  // Without `lists`, the snapshots and the snapshot log are left to the caller (serializeTableMetadata).
+  out.snapshots = opts.lists === false ? [] : m.snapshots.map((s) => snapshotToJson(s, v));
   out.statistics = m.statistics ?? [];
   out['partition-statistics'] = m['partition-statistics'] ?? [];
-  out['snapshot-log'] = m['snapshot-log'];
+  out['snapshot-log'] = opts.lists === false ? [] : m['snapshot-log'];
   out['metadata-log'] = m['metadata-log'];
   if (v >= 3) out['next-row-id'] = m['next-row-id'] ?? 0;
   for (const [k, val] of Object.entries(m)) if (!KNOWN_FIELDS.has(k) && val !== undefined) out[k] = val;

@@ -7,8 +7,9 @@ import { deleteFileKey, partitionType } from '../../format/iceberg/manifest.ts';
 import { partitionIdentity, summarize } from '../../format/iceberg/snapshot-summary.ts';
 import { currentSnapshot, isUnpartitioned, specById } from '../../format/iceberg/table-metadata.ts';
 import type { DataFile, FieldSummary, ManifestEntry, ManifestFile, Operation, PartitionSpec, Schema, Snapshot, TableMetadata } from '../../format/iceberg/types.ts';
-import { avroCodec, encodeManifestFile, readManifestEntries, readManifestList, syncMarker } from './manifest-io.ts';
+import { avroCodec, encodeManifestFile, forgetAvroFiles, readManifestEntries, readManifestList, syncMarker, writeAvroFile } from './manifest-io.ts';
 import { intProp, Props, boolProp } from '../../format/dual/table-properties.ts';
+import type { SnapshotChanges } from '../../format/dual/projection.ts';
 
 /**
  * Builds one Iceberg snapshot on top of a base metadata (spec §Snapshots, §Manifests,
@@ -58,7 +59,8 @@ export interface RowDeletesBasis {
 /** What depends on the base a snapshot is built on: its schema and summary extras. */
 export interface SnapshotBasis {
   schema: Schema;
-  summaryExtra: Record<string, string>;
+  /** May still be worked out (a probe of the Delta log) while the manifests are written. */
+  summaryExtra: Record<string, string> | Promise<Record<string, string>>;
 }
 
 export interface ProducedSnapshot {
@@ -66,6 +68,12 @@ export interface ProducedSnapshot {
   /** Files this attempt wrote that must be deleted if its commit is not accepted. */
   attemptFiles: string[];
   removed: DataFile[];
+  /**
+   * The data files the snapshot added and removed, as its manifests' ADDED and DELETED entries
+   * say, for the Delta version that mirrors it; only for a snapshot without delete files (whose
+   * Delta twin also needs deletion vector descriptors).
+   */
+  changes?: SnapshotChanges;
 }
 
 const CONFLICT = 'commit-conflict';
@@ -117,13 +125,14 @@ export class SnapshotProducer {
     const removed: DataFile[] = [];
     const removedDeletes: DataFile[] = [];
 
-    const parentManifests = parent ? await readManifestList(this.io, parent['manifest-list']) : [];
-
+    // The manifest of added files depends on nothing the parent holds: its write starts first.
     if (this.change.added.length > 0) {
       const entries: ManifestEntry[] = this.change.added.map((f) => ({ status: 1, 'snapshot-id': this.snapshotId, 'data-file': f }));
       this.addedManifest ??= await this.writeOwn(base, { spec, schema: basis.schema, content: 0, entries }, 'm0');
       manifests.push(listEntry(this.addedManifest, this.snapshotId, sequenceNumber));
     }
+
+    const parentManifests = parent ? await readManifestList(this.io, parent['manifest-list']) : [];
 
     if (this.change.replaceAll) {
       // Every live file of the parent becomes a DELETED entry of this snapshot; its sequence
@@ -186,7 +195,7 @@ export class SnapshotProducer {
       added: [...this.change.added, ...(this.change.addedDeletes ?? [])],
       removed: [...removed, ...removedDeletes],
       previous: parent?.summary,
-      extra: { ...basis.summaryExtra, ...this.change.summary },
+      extra: { ...(await basis.summaryExtra), ...this.change.summary },
     });
     const snapshot: Snapshot = {
       'snapshot-id': this.snapshotId,
@@ -198,7 +207,9 @@ export class SnapshotProducer {
       'schema-id': basis.schema['schema-id'],
       ...(rowLineage ? { 'first-row-id': rowLineage.firstRowId, 'added-rows': rowLineage.addedRows } : {}),
     };
-    return { snapshot, attemptFiles, removed };
+    const plain = (this.change.addedDeletes?.length ?? 0) === 0 && removedDeletes.length === 0 && this.change.rowDeletes === undefined;
+    const changes: SnapshotChanges | undefined = plain ? { added: this.change.added, removed, addedDeletes: [], removedDeletes: [], deleteTargets: [] } : undefined;
+    return { snapshot, attemptFiles, removed, ...(changes ? { changes } : {}) };
   }
 
   /**
@@ -386,7 +397,7 @@ export class SnapshotProducer {
   }
 
   private startWrite(uri: string, bytes: Uint8Array): void {
-    const write = this.io.write(uri, bytes);
+    const write = writeAvroFile(this.io, uri, bytes);
     // Awaited with the manifest list (or settled when the attempt fails); never unhandled.
     write.catch(() => undefined);
     this.writes.push(write);
@@ -407,6 +418,7 @@ export class SnapshotProducer {
   /** Removes every file this producer wrote (the write failed or was abandoned). */
   async abandon(): Promise<void> {
     await Promise.allSettled(this.writes);
+    forgetAvroFiles(this.io, this.written);
     await this.io.deleteQuietly(this.written);
   }
 }

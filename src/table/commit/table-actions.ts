@@ -5,8 +5,9 @@ import type { DataFile, Snapshot, TableMetadata } from '../../format/iceberg/typ
 import { checkRequirements, type TableRequirement, type TableUpdate } from '../../format/iceberg/updates.ts';
 import type { TableCommit } from '../../catalog/catalog.ts';
 import { DELTA_DV_KEY, DELTA_START_KEY, DELTA_VERSION_KEY, deletionVectorsOn } from '../../format/dual/summary-keys.ts';
-import { nextDeltaVersionAfter } from '../delta/delta-projection.ts';
+import { nextDeltaVersionAfter, rememberChanges } from '../delta/delta-projection.ts';
 import { planSchema, rebasePlan, type SchemaPlan } from '../write/schema-plan.ts';
+import { forgetAvroFiles } from './manifest-io.ts';
 import { SnapshotProducer, type RowDeletesBasis, type SnapshotChange } from './snapshot-producer.ts';
 import type { TableContext } from '../table-context.ts';
 import { tableFormats } from '../../format/dual/table-properties.ts';
@@ -41,16 +42,17 @@ class SnapshotAction implements TableAction {
     const parent = currentSnapshot(metadata);
     let produced;
     try {
-      produced = await this.producer.produce(metadata, nowMs, {
-        schema: currentSchema(metadata),
-        summaryExtra: { ...(await summaryExtra(ctx, metadata, loaded && metadata, parent, this.producer.change)), ...summary },
-      });
+      const extra = summaryExtra(ctx, metadata, loaded && metadata, parent, this.producer.change).then((e) => ({ ...e, ...summary }));
+      // Settled by produce, or left unawaited when produce fails first: never unhandled.
+      extra.catch(() => undefined);
+      produced = await this.producer.produce(metadata, nowMs, { schema: currentSchema(metadata), summaryExtra: extra });
     } catch (e) {
       // A file this change rewrites was removed by a concurrent commit: prepare it again.
       if (isTwinlakeError(e, 'commit-conflict')) return { status: 'rerun', why: e.message };
       throw e;
     }
     this.attemptFiles = produced.attemptFiles;
+    if (produced.changes) rememberChanges(ctx.io, this.producer.snapshotId, produced.changes);
     return {
       status: 'apply',
       // Manifests are written against the schema and the default spec: both must still hold.
@@ -67,6 +69,7 @@ class SnapshotAction implements TableAction {
   }
 
   async lost(): Promise<void> {
+    forgetAvroFiles(this.ctx.io, this.attemptFiles);
     await this.ctx.io.deleteQuietly(this.attemptFiles);
     this.attemptFiles = [];
   }

@@ -1,7 +1,7 @@
 import { dataInvalid, invalidInput, isTwinlakeError, notFound, unsupported } from '../../core/errors.ts';
 import { isUri, joinUri, relativeTo } from '../../core/uri.ts';
 import type { ObjectStore } from '../../io/object-store.ts';
-import { type Action, type DeletionVectorDescriptor, commitPath, parseCommit, parseLogFileName, serializeCommit } from '../../format/delta/actions.ts';
+import { type Action, type DeletionVectorDescriptor, checkpointPath, commitPath, parseCommit, parseLogFileName, serializeCommit } from '../../format/delta/actions.ts';
 import {
   type LastCheckpoint,
   CHECKPOINT_VALUE_PARSERS,
@@ -40,6 +40,25 @@ interface LogListing {
 /** The files directly in `_delta_log/` by base name, with their modification times. */
 export async function deltaLogFiles(store: ObjectStore, tableRoot: string): Promise<Map<string, number>> {
   return (await listLog(store, tableRoot)).files;
+}
+
+/**
+ * The files of `_delta_log/` a write's check of the log's tail looks at: when `_last_checkpoint`
+ * names a checkpoint that is there, that checkpoint, the commits after it and the checkpoints
+ * at their versions (each asked for by name, see listingByProbe), and `_last_checkpoint` itself;
+ * otherwise every file (deltaLogFiles). A write need not list a log of 10,000 commits.
+ */
+export async function deltaLogTail(store: ObjectStore, tableRoot: string): Promise<Map<string, number>> {
+  const hint = await readLastCheckpoint(store, tableRoot);
+  const probed = hint ? await listingByProbe(store, tableRoot, hint) : undefined;
+  if (!hint || !probed) return deltaLogFiles(store, tableRoot);
+  const prefix = logPrefix(tableRoot);
+  const after = [...probed.files.keys()].map((n) => parseLogFileName(n)).filter((f) => f?.kind === 'commit' && f.version > hint.version).map((f) => f!.version);
+  // A checkpoint newer than the hint (its `_last_checkpoint` not written yet) is found too.
+  const [last, ...checkpoints] = await Promise.all([store.head(`${prefix}_last_checkpoint`), ...after.map((v) => store.head(prefix + checkpointPath(v).slice('_delta_log/'.length)))]);
+  for (const [i, h] of checkpoints.entries()) if (h) probed.files.set(checkpointPath(after[i]!).slice('_delta_log/'.length), h.modified);
+  if (last) probed.files.set('_last_checkpoint', last.modified);
+  return probed.files;
 }
 
 async function listLog(store: ObjectStore, tableRoot: string, namePrefix = ''): Promise<LogListing> {
@@ -133,8 +152,11 @@ export async function readDeltaSnapshot(
     throw invalidInput('delta log: expected a version or a timestamp, found both');
   }
   const hint = await readLastCheckpoint(store, tableRoot);
-  const newest = opts.version === undefined && opts.timestampMs === undefined;
-  const listing = (hint && newest ? await listingFromCheckpoint(store, tableRoot, hint) : undefined) ?? (await listLog(store, tableRoot));
+  // The newest version, or one at or after the hint's checkpoint (the checkpoint a writer makes
+  // of the version it just wrote), replays from that checkpoint: the log before it is not listed.
+  const fromHint = hint !== undefined && opts.timestampMs === undefined && (opts.version === undefined || opts.version >= hint.version);
+  const listing =
+    (fromHint ? ((await listingByProbe(store, tableRoot, hint)) ?? (await listingFromCheckpoint(store, tableRoot, hint))) : undefined) ?? (await listLog(store, tableRoot));
   if (listing.files.size === 0) throw notFound(`delta log: expected ${logPrefix(tableRoot)} in ${store.root}, found no log files`);
   const version = opts.timestampMs !== undefined ? await versionAt(store, tableRoot, listing, opts.timestampMs) : opts.version;
   const target = version ?? Infinity;
@@ -166,6 +188,43 @@ export async function readDeltaSnapshot(
     ),
   ]);
   return replay({ ...(cp && checkpointActions ? { checkpoint: { version: cp.version, actions: checkpointActions } } : {}), commits });
+}
+
+/** How many commits after the hint's checkpoint are looked for by name before the log is listed. */
+const PROBE_LIMIT = 100;
+const PROBE_BATCH = 10;
+
+/**
+ * For a read of the newest version (or one after the hint's checkpoint) when the hint names a
+ * classic checkpoint: the checkpoint and the commits after it, each asked for by name, ten at a
+ * time; versions are contiguous, so the first missing one ends the log. Nothing is listed (on
+ * local disk a listing reads the whole folder, 10,000 commits and more; on S3 it pages through
+ * it). Undefined when the checkpoint is not there or more than PROBE_LIMIT commits follow it (a
+ * stale hint): the caller lists.
+ */
+async function listingByProbe(store: ObjectStore, tableRoot: string, hint: LastCheckpoint): Promise<LogListing | undefined> {
+  if (hint.parts !== undefined && hint.parts > 1) return undefined;
+  const prefix = logPrefix(tableRoot);
+  const name = (rel: string) => rel.slice('_delta_log/'.length);
+  const files = new Map<string, number>();
+  const checkpoint = name(checkpointPath(hint.version));
+  const [found, atCheckpoint] = await Promise.all([store.head(prefix + checkpoint), store.head(prefix + name(commitPath(hint.version)))]);
+  if (!found) return undefined;
+  files.set(checkpoint, found.modified);
+  if (atCheckpoint) files.set(name(commitPath(hint.version)), atCheckpoint.modified);
+  const head = (v: number) => store.head(prefix + name(commitPath(v)));
+  for (let from = hint.version + 1; from <= hint.version + PROBE_LIMIT; from += PROBE_BATCH) {
+    const heads = await Promise.all(Array.from({ length: PROBE_BATCH }, (_, i) => head(from + i)));
+    const end = heads.findIndex((h) => h === undefined);
+    for (const [i, h] of heads.entries()) if (h && (end < 0 || i < end)) files.set(name(commitPath(from + i)), h.modified);
+    if (end < 0) continue;
+    // A commit just past the first missing one is a gap, which the listing reports as such
+    // rather than the log ending early.
+    const after = [...heads.slice(end + 1, end + 3)];
+    for (let v = from + heads.length; after.length < 2; v++) after.push(await head(v));
+    return after.some((h) => h !== undefined) ? undefined : { files };
+  }
+  return undefined;
 }
 
 /**
@@ -256,10 +315,17 @@ export async function latestDeltaVersion(store: ObjectStore, tableRoot: string):
  * The newest commit of the log (see DeltaHead), or undefined when there is no Delta commit.
  * `near` is where the caller expects it (the Delta version a snapshot's summary names): the
  * commits there and just after are probed, so a write need not list a long log; a log elsewhere
- * is listed.
+ * is listed. `known` is a commit the caller wrote itself, with its size: when the probe finds it
+ * to be the newest, at that size, it is not read again.
  */
-export async function readDeltaHead(store: ObjectStore, tableRoot: string, near?: number): Promise<DeltaHead | undefined> {
-  const exists = async (v: number) => v >= 0 && (await store.head(tableKey(tableRoot, commitPath(v)))) !== undefined;
+export async function readDeltaHead(store: ObjectStore, tableRoot: string, near?: number, known?: WrittenHead): Promise<DeltaHead | undefined> {
+  let newestSize: number | undefined;
+  const exists = async (v: number) => {
+    if (v < 0) return false;
+    const h = await store.head(tableKey(tableRoot, commitPath(v)));
+    if (h) newestSize = h.size;
+    return h !== undefined;
+  };
   let version: number | undefined;
   if (near !== undefined) {
     // Versions are contiguous: the newest is the last that exists, the one before the first that does not.
@@ -269,6 +335,7 @@ export async function readDeltaHead(store: ObjectStore, tableRoot: string, near?
       if (v < near + 8) version = v;
     } else if (await exists(near - 1)) version = near - 1;
   }
+  if (version !== undefined && known?.head.version === version && known.size === newestSize) return { ...known.head };
   if (version === undefined) {
     const { files } = await listLog(store, tableRoot);
     for (const name of files.keys()) {
@@ -279,7 +346,18 @@ export async function readDeltaHead(store: ObjectStore, tableRoot: string, near?
   if (version === undefined) return undefined;
   const bytes = await store.get(tableKey(tableRoot, commitPath(version)));
   if (bytes.length === 0) return { version, empty: true };
-  const info = findCommitInfo(parseCommit(new TextDecoder().decode(bytes), commitPath(version)));
+  return headOfActions(version, parseCommit(new TextDecoder().decode(bytes), commitPath(version)));
+}
+
+/** A commit written by the caller: what `readDeltaHead` would read from it, and its size in bytes. */
+export interface WrittenHead {
+  head: DeltaHead;
+  size: number;
+}
+
+/** The DeltaHead of commit `version` holding `actions`. */
+export function headOfActions(version: number, actions: readonly Action[]): DeltaHead {
+  const info = findCommitInfo(actions as Action[]);
   const head: DeltaHead = { version, empty: false };
   if (info?.icebergSnapshotId !== undefined) head.icebergSnapshotId = BigInt(info.icebergSnapshotId as bigint);
   if (info?.icebergSequenceNumber !== undefined) head.icebergSequenceNumber = Number(info.icebergSequenceNumber);

@@ -19,7 +19,7 @@ import {
 } from '../../format/dual/projection.ts';
 import { DELTA_START_KEY, deltaVersionOf, nextDeltaVersion } from '../../format/dual/summary-keys.ts';
 import { readManifestEntries, readManifestList } from '../commit/manifest-io.ts';
-import { readDeltaHead, readDeltaSnapshot } from './delta-log.ts';
+import { headOfActions, readDeltaHead, readDeltaSnapshot, type WrittenHead } from './delta-log.ts';
 import { liveFiles } from '../read/iceberg-scan.ts';
 import { deltaDescriptor } from '../merge/row-deletes.ts';
 
@@ -30,10 +30,32 @@ import { deltaDescriptor } from '../merge/row-deletes.ts';
  */
 
 /**
+ * What the snapshots built through each FileIO changed, by snapshot ID, as their producer handed
+ * it over (the newest few): the Delta version mirroring a snapshot this process just committed
+ * need not decode the manifests it wrote (100,000 entries for a large add-files). A rebuild of
+ * the snapshot on a newer parent replaces its entry; the one committed is the last built.
+ */
+const producedChanges = new WeakMap<FileIO, Map<bigint, SnapshotChanges>>();
+const PRODUCED_KEPT = 8;
+
+export function rememberChanges(io: FileIO, snapshotId: bigint, changes: SnapshotChanges): void {
+  let byId = producedChanges.get(io);
+  if (!byId) producedChanges.set(io, (byId = new Map()));
+  byId.delete(snapshotId);
+  byId.set(snapshotId, changes);
+  for (const id of byId.keys()) {
+    if (byId.size <= PRODUCED_KEPT) break;
+    byId.delete(id);
+  }
+}
+
+/**
  * The files a snapshot added and removed, read from the manifests it wrote; for row-level deletes
  * also the data files they apply to and their Delta DV descriptors.
  */
 export async function snapshotChanges(io: FileIO, metadata: TableMetadata, snapshot: Snapshot): Promise<SnapshotChanges> {
+  const known = producedChanges.get(io)?.get(snapshot['snapshot-id']);
+  if (known) return known;
   const out = { added: [] as DataFile[], removed: [] as DataFile[], addedDeletes: [] as DataFile[], removedDeletes: [] as DataFile[], deleteTargets: new Map<string, DataFile>() };
   const id = snapshot['snapshot-id'];
   const manifests = await readManifestList(io, snapshot['manifest-list']);
@@ -119,6 +141,20 @@ export async function snapshotVersion(io: FileIO, metadata: TableMetadata, snaps
 }
 
 /**
+ * The newest Delta commit written through each FileIO, by table location. The next commit's
+ * catch-up finds the head of the log where it expects it; when that is the commit this process
+ * wrote (the same version and size), what it mirrors is known without reading it back.
+ */
+const writtenHeads = new WeakMap<FileIO, Map<string, WrittenHead>>();
+
+function rememberHead(io: FileIO, location: string, written: WrittenHead): void {
+  let heads = writtenHeads.get(io);
+  if (!heads) writtenHeads.set(io, (heads = new Map()));
+  const held = heads.get(location);
+  if (!held || held.head.version < written.head.version) heads.set(location, written);
+}
+
+/**
  * Makes the newest Delta version mirror the target snapshot (the current one by default), as
  * `planCatchUp` says: replaying the snapshots in between, or one version that removes and adds
  * what differs. Which snapshot a version mirrors is read from the log
@@ -140,18 +176,20 @@ export async function catchUpDelta(
 
   /** Writes `version`; false when another writer took it for a different snapshot. */
   const write = async (version: number, actions: Action[], snapshotId?: bigint): Promise<boolean> => {
-    if (await io.writeIfAbsent(logFile(version), serializeCommit(actions))) {
+    const text = serializeCommit(actions);
+    if (await io.writeIfAbsent(logFile(version), text)) {
+      rememberHead(io, location, { head: headOfActions(version, actions), size: Buffer.byteLength(text) });
       written.push(version);
       await opts.afterWrite?.(version);
       return true;
     }
-    const text = await io.readText(logFile(version));
-    const mirrored = text.trim() === '' ? undefined : findCommitInfo(parseCommit(text, commitPath(version)))?.icebergSnapshotId;
-    return snapshotId === undefined ? mirrored === undefined && text.trim() !== '' : mirrored !== undefined && BigInt(mirrored as bigint) === snapshotId;
+    const theirs = await io.readText(logFile(version));
+    const mirrored = theirs.trim() === '' ? undefined : findCommitInfo(parseCommit(theirs, commitPath(version)))?.icebergSnapshotId;
+    return snapshotId === undefined ? mirrored === undefined && theirs.trim() !== '' : mirrored !== undefined && BigInt(mirrored as bigint) === snapshotId;
   };
 
   for (let attempt = 0; attempt < 5; attempt++) {
-    const head = await readDeltaHead(store, key, target && deltaVersionOf(target));
+    const head = await readDeltaHead(store, key, target && deltaVersionOf(target), writtenHeads.get(io)?.get(location));
     if (head?.empty && !warned.has(head.version)) {
       warned.add(head.version);
       opts.warn?.(

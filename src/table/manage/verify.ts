@@ -10,7 +10,7 @@ import { applicableDeletes } from '../../format/iceberg/scan.ts';
 import { currentSnapshot } from '../../format/iceberg/table-metadata.ts';
 import type { Snapshot, TableMetadata } from '../../format/iceberg/types.ts';
 import { writeDeltaCheckpoint } from '../delta/delta-checkpoint.ts';
-import { dataFileUri, decodeCheckpoint, deltaLogFiles, readDeltaSnapshot } from '../delta/delta-log.ts';
+import { dataFileUri, decodeCheckpoint, deltaLogFiles, deltaLogTail, readDeltaSnapshot } from '../delta/delta-log.ts';
 import { catchUpDelta, snapshotVersion } from '../delta/delta-projection.ts';
 import { checkpointInterval } from '../../format/dual/delta-metadata.ts';
 import { creationActions } from '../../format/dual/projection.ts';
@@ -209,7 +209,7 @@ const PARQUET_MAGIC = 'PAR1';
 
 async function inspectDeltaLog(subject: VerifySubject, scope: 'tail' | 'all', findings: Finding[]): Promise<LogState> {
   const { store, key } = subject.ctx.io.storeAt(subject.location);
-  const files = await deltaLogFiles(store, key);
+  const files = scope === 'tail' ? await deltaLogTail(store, key) : await deltaLogFiles(store, key);
   const commitVersions: number[] = [];
   const checkpointFiles = new Map<number, string[]>();
   for (const name of files.keys()) {

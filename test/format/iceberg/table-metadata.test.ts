@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { parseJson } from '../../../src/core/json.ts';
+import { parseJson, stringifyJson } from '../../../src/core/json.ts';
 import {
   ancestors,
   currentSchema,
@@ -11,6 +11,7 @@ import {
   snapshotAsOf,
   snapshotById,
   specById,
+  tableMetadataToJson,
 } from '../../../src/format/iceberg/table-metadata.ts';
 import type { Schema, Snapshot, TableMetadata } from '../../../src/format/iceberg/types.ts';
 
@@ -112,6 +113,16 @@ describe('serializeTableMetadata', () => {
     expect(text).toContain(`"current-snapshot-id":${S3}`); // written as a number, exact
     expect(parseTableMetadata(text)).toEqual(m);
     expect(parseJson(text)['encryption-keys']).toEqual([{ 'key-id': 'k1', 'encrypted-key-metadata': 'AA==' }]);
+  });
+
+  test('the spliced snapshots and snapshot log read as the whole metadata serialized in one piece, again after a change', () => {
+    const m = parseTableMetadata(v2Table());
+    const whole = (x: TableMetadata) => stringifyJson(tableMetadataToJson(x));
+    expect(serializeTableMetadata(m)).toBe(whole(m));
+    // The next commit's metadata shares the earlier snapshots and log entries, whose text is kept.
+    const next: TableMetadata = { ...m, 'snapshot-log': [...m['snapshot-log'], { 'timestamp-ms': 4000, 'snapshot-id': S2 }], 'current-snapshot-id': S2 };
+    expect(serializeTableMetadata(next)).toBe(whole(next));
+    expect(serializeTableMetadata({ ...m, snapshots: [], 'snapshot-log': [] })).toBe(whole({ ...m, snapshots: [], 'snapshot-log': [] }));
   });
 
   test('v2 writes every required field; no snapshot is -1 in v2 and null in v3', () => {
