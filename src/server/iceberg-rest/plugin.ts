@@ -82,6 +82,18 @@ export async function icebergRestPlugin(app: FastifyInstance, opts: IcebergRestO
     done(null, Object.fromEntries(new URLSearchParams(body as string)));
   });
 
+  // What fails before a handler runs (a body that is not JSON) gets the spec's error body too.
+  app.setErrorHandler((e: unknown, req, reply) => {
+    const status = (e as { statusCode?: number }).statusCode;
+    const err = isTwinlakeError(e)
+      ? toRestError(e, 'table')
+      : status !== undefined && status >= 400 && status < 500
+        ? restError(status, 'BadRequestException', `iceberg rest: ${(e as Error).message}`)
+        : restError(500, 'InternalServerError', `iceberg rest: ${(e as Error).message}`);
+    if (err.code >= 500) req.log.error({ err: e }, err.message);
+    return reply.code(err.code).header('content-type', 'application/json').send(stringifyJson(errorBody(err)));
+  });
+
   const send = (reply: FastifyReply, code: number, body?: unknown) => {
     if (body === undefined) return reply.code(code).send();
     return reply.code(code).header('content-type', 'application/json').send(stringifyJson(body));
@@ -140,241 +152,244 @@ export async function icebergRestPlugin(app: FastifyInstance, opts: IcebergRestO
     return send(reply, 200, { access_token: issued.accessToken, token_type: 'bearer', expires_in: issued.expiresIn, issued_token_type: 'urn:ietf:params:oauth:token-type:access_token', scope: issued.scope });
   });
 
-  // ---- namespaces ---------------------------------------------------------------------------
+  // Each route with the prefix `/v1/config` names, and without one for clients that skip the config.
+  for (const base of [PREFIXED, '/v1']) {
+    // ---- namespaces ---------------------------------------------------------------------------
 
-  app.get(
-    `${PREFIXED}/namespaces`,
-    read,
-    handle('namespace', async (req, reply) => {
-      const parent = req.query.parent === undefined ? undefined : decodeNamespace(req.query.parent);
-      if (parent) checkNamespace(parent);
-      const all = await catalog.listNamespaces(parent);
-      const page = paginate(all, (ns) => ns.join('\u001f'), req.query);
-      return send(reply, 200, { namespaces: page.items, ...(page.next ? { 'next-page-token': page.next } : {}) });
-    }),
-  );
+    app.get(
+      `${base}/namespaces`,
+      read,
+      handle('namespace', async (req, reply) => {
+        const parent = req.query.parent === undefined ? undefined : decodeNamespace(req.query.parent);
+        if (parent) checkNamespace(parent);
+        const all = await catalog.listNamespaces(parent);
+        const page = paginate(all, (ns) => ns.join('\u001f'), req.query);
+        return send(reply, 200, { namespaces: page.items, ...(page.next ? { 'next-page-token': page.next } : {}) });
+      }),
+    );
 
-  app.post(
-    `${PREFIXED}/namespaces`,
-    write,
-    handle('namespace', async (req, reply) => {
-      const body = objectBody(req.body, 'CreateNamespaceRequest');
-      const ns = body.namespace as string[];
-      if (!Array.isArray(ns)) throw invalidInput('iceberg rest: CreateNamespaceRequest: expected namespace as an array of strings');
-      const properties = stringMap(body.properties ?? {}, 'properties');
-      await catalog.createNamespace(ns, properties);
-      return send(reply, 200, { namespace: ns, properties: await catalog.loadNamespaceProperties(ns) });
-    }),
-  );
+    app.post(
+      `${base}/namespaces`,
+      write,
+      handle('namespace', async (req, reply) => {
+        const body = objectBody(req.body, 'CreateNamespaceRequest');
+        const ns = body.namespace as string[];
+        if (!Array.isArray(ns)) throw invalidInput('iceberg rest: CreateNamespaceRequest: expected namespace as an array of strings');
+        const properties = stringMap(body.properties ?? {}, 'properties');
+        await catalog.createNamespace(ns, properties);
+        return send(reply, 200, { namespace: ns, properties: await catalog.loadNamespaceProperties(ns) });
+      }),
+    );
 
-  app.get(
-    `${PREFIXED}/namespaces/:namespace`,
-    // HEAD is its own route: existence without loading.
-    { ...read, exposeHeadRoute: false },
-    handle('namespace', async (req, reply) => {
-      const ns = namespaceOf(req);
-      return send(reply, 200, { namespace: ns, properties: await catalog.loadNamespaceProperties(ns) });
-    }),
-  );
+    app.get(
+      `${base}/namespaces/:namespace`,
+      // HEAD is its own route: existence without loading.
+      { ...read, exposeHeadRoute: false },
+      handle('namespace', async (req, reply) => {
+        const ns = namespaceOf(req);
+        return send(reply, 200, { namespace: ns, properties: await catalog.loadNamespaceProperties(ns) });
+      }),
+    );
 
-  app.head(
-    `${PREFIXED}/namespaces/:namespace`,
-    read,
-    handle('namespace', async (req, reply) => send(reply, (await catalog.namespaceExists(namespaceOf(req))) ? 204 : 404)),
-  );
+    app.head(
+      `${base}/namespaces/:namespace`,
+      read,
+      handle('namespace', async (req, reply) => send(reply, (await catalog.namespaceExists(namespaceOf(req))) ? 204 : 404)),
+    );
 
-  app.delete(
-    `${PREFIXED}/namespaces/:namespace`,
-    admin,
-    handle('namespace', async (req, reply) => {
-      const ns = namespaceOf(req);
-      try {
-        await catalog.dropNamespace(ns);
-      } catch (e) {
-        // The name was checked above: an invalid-input here is a namespace that still holds something.
-        if (isTwinlakeError(e, 'invalid-input')) throw restError(409, 'NamespaceNotEmptyException', e.message);
-        throw e;
-      }
-      return send(reply, 204);
-    }),
-  );
-
-  app.post(
-    `${PREFIXED}/namespaces/:namespace/properties`,
-    write,
-    handle('namespace', async (req, reply) => {
-      const ns = namespaceOf(req);
-      const body = objectBody(req.body, 'UpdateNamespacePropertiesRequest');
-      const removals = (body.removals ?? []) as string[];
-      const updates = stringMap(body.updates ?? {}, 'updates');
-      const both = removals.find((k) => k in updates);
-      if (both !== undefined) throw restError(422, 'UnprocessableEntityException', `iceberg rest: property ${JSON.stringify(both)} is both set and removed`);
-      await requireNamespace(ns);
-      if (!catalog.updateNamespaceProperties) {
-        throw restError(406, 'UnsupportedOperationException', `iceberg rest: the ${catalog.name} catalog cannot change namespace properties after creation`);
-      }
-      return send(reply, 200, await catalog.updateNamespaceProperties(ns, removals, updates));
-    }),
-  );
-
-  // ---- tables -------------------------------------------------------------------------------
-
-  app.get(
-    `${PREFIXED}/namespaces/:namespace/tables`,
-    read,
-    handle('namespace', async (req, reply) => {
-      const all = await catalog.listTables(namespaceOf(req));
-      const page = paginate(all, (t) => t.name, req.query);
-      return send(reply, 200, { identifiers: page.items, ...(page.next ? { 'next-page-token': page.next } : {}) });
-    }),
-  );
-
-  app.post(
-    `${PREFIXED}/namespaces/:namespace/tables`,
-    write,
-    handle('table', async (req, reply) => {
-      const ns = namespaceOf(req);
-      const body = objectBody(req.body, 'CreateTableRequest');
-      if (typeof body.name !== 'string') throw invalidInput('iceberg rest: CreateTableRequest: expected a string name');
-      const id = { namespace: ns, name: body.name };
-      checkTableIdentifier(id);
-      if (!isJsonObject(body.schema)) throw invalidInput('iceberg rest: CreateTableRequest: expected a schema object');
-      await requireNamespace(ns);
-      const ctx = ctxOf(id);
-      const metadata = newTableFromRequest(ctx, {
-        name: body.name,
-        ...(typeof body.location === 'string' && body.location !== '' ? { location: body.location } : {}),
-        schema: body.schema as never,
-        ...(isJsonObject(body['partition-spec']) ? { spec: body['partition-spec'] as never } : {}),
-        ...(isJsonObject(body['write-order']) ? { order: body['write-order'] as never } : {}),
-        properties: stringMap(body.properties ?? {}, 'properties'),
-      });
-      // A staged create commits nothing: the client's commit with assert-create creates the table.
-      if (body['stage-create'] === true) {
-        if (await catalog.tableExists(id)) throw restError(409, 'AlreadyExistsException', `iceberg rest: table ${formatTableIdentifier(id)} already exists`);
-        return send(reply, 200, { metadata: tableMetadataToJson(metadata), config: {} });
-      }
-      const created = await createRestTable(ctx, metadata);
-      return send(reply, 200, loadResult(created.metadataLocation, created.metadata));
-    }),
-  );
-
-  app.get(
-    `${PREFIXED}/namespaces/:namespace/tables/:table`,
-    // HEAD is its own route: existence without loading.
-    { ...read, exposeHeadRoute: false },
-    handle('table', async (req, reply) => {
-      const id = tableOf(req);
-      const loaded = await catalog.loadTable(id);
-      const etag = etagOf(loaded.metadataLocation);
-      reply.header('etag', etag);
-      if (matches(req.headers['if-none-match'], etag)) return send(reply, 304);
-      let metadata = loaded.metadata;
-      if (req.query.snapshots === 'refs') {
-        const referenced = new Set(Object.values(metadata.refs).map((r) => r['snapshot-id']));
-        metadata = { ...metadata, snapshots: metadata.snapshots.filter((s) => referenced.has(s['snapshot-id'])) };
-      }
-      return send(reply, 200, loadResult(loaded.metadataLocation, metadata));
-    }),
-  );
-
-  app.head(
-    `${PREFIXED}/namespaces/:namespace/tables/:table`,
-    read,
-    handle('table', async (req, reply) => send(reply, (await catalog.tableExists(tableOf(req))) ? 204 : 404)),
-  );
-
-  app.post(
-    `${PREFIXED}/namespaces/:namespace/tables/:table`,
-    write,
-    handle('commit', async (req, reply) => {
-      const id = tableOf(req);
-      const commit = commitOf(objectBody(req.body, 'CommitTableRequest'));
-      const result = await commitRestTable(locks, ctxOf(id), commit);
-      return send(reply, 200, { 'metadata-location': result.metadataLocation, metadata: tableMetadataToJson(result.metadata) });
-    }),
-  );
-
-  app.delete(
-    `${PREFIXED}/namespaces/:namespace/tables/:table`,
-    admin,
-    handle('table', async (req, reply) => {
-      const id = tableOf(req);
-      const purge = req.query.purgeRequested === 'true';
-      await locks.with([id], () => catalog.dropTable(id, { purge }));
-      return send(reply, 204);
-    }),
-  );
-
-  app.post(
-    `${PREFIXED}/namespaces/:namespace/register`,
-    admin,
-    handle('table', async (req, reply) => {
-      const ns = namespaceOf(req);
-      const body = objectBody(req.body, 'RegisterTableRequest');
-      if (typeof body.name !== 'string' || typeof body['metadata-location'] !== 'string') {
-        throw invalidInput('iceberg rest: RegisterTableRequest: expected a string name and metadata-location');
-      }
-      if (body.overwrite === true) throw restError(406, 'UnsupportedOperationException', 'iceberg rest: register with overwrite is not supported; drop the table first');
-      const id = { namespace: ns, name: body.name };
-      checkTableIdentifier(id);
-      await requireNamespace(ns);
-      const registered = await catalog.registerTable(id, body['metadata-location']);
-      return send(reply, 200, loadResult(registered.metadataLocation, registered.metadata));
-    }),
-  );
-
-  app.post(
-    `${PREFIXED}/namespaces/:namespace/tables/:table/metrics`,
-    write,
-    // Scan and commit reports are accepted and not kept.
-    handle('table', async (req, reply) => {
-      tableOf(req);
-      return send(reply, 204);
-    }),
-  );
-
-  app.post(
-    `${PREFIXED}/tables/rename`,
-    admin,
-    handle('table', async (req, reply) => {
-      const body = objectBody(req.body, 'RenameTableRequest');
-      const from = identifierOf(body.source, 'source');
-      const to = identifierOf(body.destination, 'destination');
-      await locks.with([from, to], async () => {
-        const source = await catalog.loadTable(from);
-        await requireNamespace(to.namespace);
-        if (catalog.renameTable) return catalog.renameTable(from, to);
-        // The contract has no rename: the destination is registered on the same metadata file,
-        // then the source is unregistered (files kept). Both happen under this server's locks;
-        // should the drop fail, the destination is unregistered again.
-        await catalog.registerTable(to, source.metadataLocation);
+    app.delete(
+      `${base}/namespaces/:namespace`,
+      admin,
+      handle('namespace', async (req, reply) => {
+        const ns = namespaceOf(req);
         try {
-          await catalog.dropTable(from, { purge: false });
+          await catalog.dropNamespace(ns);
         } catch (e) {
-          await catalog.dropTable(to, { purge: false }).catch(() => undefined);
+          // The name was checked above: an invalid-input here is a namespace that still holds something.
+          if (isTwinlakeError(e, 'invalid-input')) throw restError(409, 'NamespaceNotEmptyException', e.message);
           throw e;
         }
-      });
-      return send(reply, 204);
-    }),
-  );
+        return send(reply, 204);
+      }),
+    );
 
-  app.post(
-    `${PREFIXED}/transactions/commit`,
-    write,
-    handle('commit', async (req, reply) => {
-      const body = objectBody(req.body, 'CommitTransactionRequest');
-      if (!Array.isArray(body['table-changes'])) throw invalidInput('iceberg rest: CommitTransactionRequest: expected table-changes as an array');
-      const changes = (body['table-changes'] as unknown[]).map((raw, i) => {
-        const change = objectBody(raw, `table-changes[${i}]`);
-        const id = identifierOf(change.identifier, `table-changes[${i}].identifier`);
-        return { ctx: ctxOf(id), commit: commitOf(change) };
-      });
-      await commitRestTransaction(locks, changes);
-      return send(reply, 204);
-    }),
-  );
+    app.post(
+      `${base}/namespaces/:namespace/properties`,
+      write,
+      handle('namespace', async (req, reply) => {
+        const ns = namespaceOf(req);
+        const body = objectBody(req.body, 'UpdateNamespacePropertiesRequest');
+        const removals = (body.removals ?? []) as string[];
+        const updates = stringMap(body.updates ?? {}, 'updates');
+        const both = removals.find((k) => k in updates);
+        if (both !== undefined) throw restError(422, 'UnprocessableEntityException', `iceberg rest: property ${JSON.stringify(both)} is both set and removed`);
+        await requireNamespace(ns);
+        if (!catalog.updateNamespaceProperties) {
+          throw restError(406, 'UnsupportedOperationException', `iceberg rest: the ${catalog.name} catalog cannot change namespace properties after creation`);
+        }
+        return send(reply, 200, await catalog.updateNamespaceProperties(ns, removals, updates));
+      }),
+    );
+
+    // ---- tables -------------------------------------------------------------------------------
+
+    app.get(
+      `${base}/namespaces/:namespace/tables`,
+      read,
+      handle('namespace', async (req, reply) => {
+        const all = await catalog.listTables(namespaceOf(req));
+        const page = paginate(all, (t) => t.name, req.query);
+        return send(reply, 200, { identifiers: page.items, ...(page.next ? { 'next-page-token': page.next } : {}) });
+      }),
+    );
+
+    app.post(
+      `${base}/namespaces/:namespace/tables`,
+      write,
+      handle('table', async (req, reply) => {
+        const ns = namespaceOf(req);
+        const body = objectBody(req.body, 'CreateTableRequest');
+        if (typeof body.name !== 'string') throw invalidInput('iceberg rest: CreateTableRequest: expected a string name');
+        const id = { namespace: ns, name: body.name };
+        checkTableIdentifier(id);
+        if (!isJsonObject(body.schema)) throw invalidInput('iceberg rest: CreateTableRequest: expected a schema object');
+        await requireNamespace(ns);
+        const ctx = ctxOf(id);
+        const metadata = newTableFromRequest(ctx, {
+          name: body.name,
+          ...(typeof body.location === 'string' && body.location !== '' ? { location: body.location } : {}),
+          schema: body.schema as never,
+          ...(isJsonObject(body['partition-spec']) ? { spec: body['partition-spec'] as never } : {}),
+          ...(isJsonObject(body['write-order']) ? { order: body['write-order'] as never } : {}),
+          properties: stringMap(body.properties ?? {}, 'properties'),
+        });
+        // A staged create commits nothing: the client's commit with assert-create creates the table.
+        if (body['stage-create'] === true) {
+          if (await catalog.tableExists(id)) throw restError(409, 'AlreadyExistsException', `iceberg rest: table ${formatTableIdentifier(id)} already exists`);
+          return send(reply, 200, { metadata: tableMetadataToJson(metadata), config: {} });
+        }
+        const created = await createRestTable(ctx, metadata);
+        return send(reply, 200, loadResult(created.metadataLocation, created.metadata));
+      }),
+    );
+
+    app.get(
+      `${base}/namespaces/:namespace/tables/:table`,
+      // HEAD is its own route: existence without loading.
+      { ...read, exposeHeadRoute: false },
+      handle('table', async (req, reply) => {
+        const id = tableOf(req);
+        const loaded = await catalog.loadTable(id);
+        const etag = etagOf(loaded.metadataLocation);
+        reply.header('etag', etag);
+        if (matches(req.headers['if-none-match'], etag)) return send(reply, 304);
+        let metadata = loaded.metadata;
+        if (req.query.snapshots === 'refs') {
+          const referenced = new Set(Object.values(metadata.refs).map((r) => r['snapshot-id']));
+          metadata = { ...metadata, snapshots: metadata.snapshots.filter((s) => referenced.has(s['snapshot-id'])) };
+        }
+        return send(reply, 200, loadResult(loaded.metadataLocation, metadata));
+      }),
+    );
+
+    app.head(
+      `${base}/namespaces/:namespace/tables/:table`,
+      read,
+      handle('table', async (req, reply) => send(reply, (await catalog.tableExists(tableOf(req))) ? 204 : 404)),
+    );
+
+    app.post(
+      `${base}/namespaces/:namespace/tables/:table`,
+      write,
+      handle('commit', async (req, reply) => {
+        const id = tableOf(req);
+        const commit = commitOf(objectBody(req.body, 'CommitTableRequest'));
+        const result = await commitRestTable(locks, ctxOf(id), commit);
+        return send(reply, 200, { 'metadata-location': result.metadataLocation, metadata: tableMetadataToJson(result.metadata) });
+      }),
+    );
+
+    app.delete(
+      `${base}/namespaces/:namespace/tables/:table`,
+      admin,
+      handle('table', async (req, reply) => {
+        const id = tableOf(req);
+        const purge = req.query.purgeRequested === 'true';
+        await locks.with([id], () => catalog.dropTable(id, { purge }));
+        return send(reply, 204);
+      }),
+    );
+
+    app.post(
+      `${base}/namespaces/:namespace/register`,
+      admin,
+      handle('table', async (req, reply) => {
+        const ns = namespaceOf(req);
+        const body = objectBody(req.body, 'RegisterTableRequest');
+        if (typeof body.name !== 'string' || typeof body['metadata-location'] !== 'string') {
+          throw invalidInput('iceberg rest: RegisterTableRequest: expected a string name and metadata-location');
+        }
+        if (body.overwrite === true) throw restError(406, 'UnsupportedOperationException', 'iceberg rest: register with overwrite is not supported; drop the table first');
+        const id = { namespace: ns, name: body.name };
+        checkTableIdentifier(id);
+        await requireNamespace(ns);
+        const registered = await catalog.registerTable(id, body['metadata-location']);
+        return send(reply, 200, loadResult(registered.metadataLocation, registered.metadata));
+      }),
+    );
+
+    app.post(
+      `${base}/namespaces/:namespace/tables/:table/metrics`,
+      write,
+      // Scan and commit reports are accepted and not kept.
+      handle('table', async (req, reply) => {
+        tableOf(req);
+        return send(reply, 204);
+      }),
+    );
+
+    app.post(
+      `${base}/tables/rename`,
+      admin,
+      handle('table', async (req, reply) => {
+        const body = objectBody(req.body, 'RenameTableRequest');
+        const from = identifierOf(body.source, 'source');
+        const to = identifierOf(body.destination, 'destination');
+        await locks.with([from, to], async () => {
+          const source = await catalog.loadTable(from);
+          await requireNamespace(to.namespace);
+          if (catalog.renameTable) return catalog.renameTable(from, to);
+          // The contract has no rename: the destination is registered on the same metadata file,
+          // then the source is unregistered (files kept). Both happen under this server's locks;
+          // should the drop fail, the destination is unregistered again.
+          await catalog.registerTable(to, source.metadataLocation);
+          try {
+            await catalog.dropTable(from, { purge: false });
+          } catch (e) {
+            await catalog.dropTable(to, { purge: false }).catch(() => undefined);
+            throw e;
+          }
+        });
+        return send(reply, 204);
+      }),
+    );
+
+    app.post(
+      `${base}/transactions/commit`,
+      write,
+      handle('commit', async (req, reply) => {
+        const body = objectBody(req.body, 'CommitTransactionRequest');
+        if (!Array.isArray(body['table-changes'])) throw invalidInput('iceberg rest: CommitTransactionRequest: expected table-changes as an array');
+        const changes = (body['table-changes'] as unknown[]).map((raw, i) => {
+          const change = objectBody(raw, `table-changes[${i}]`);
+          const id = identifierOf(change.identifier, `table-changes[${i}].identifier`);
+          return { ctx: ctxOf(id), commit: commitOf(change) };
+        });
+        await commitRestTransaction(locks, changes);
+        return send(reply, 204);
+      }),
+    );
+  }
 }
 
 function objectBody(body: unknown, what: string): Record<string, any> {
