@@ -10,11 +10,18 @@ const openapi = new OpenApiResponses();
 
 /** The catalog under the server fails each commit in the way `failure` says (none: it commits). */
 let failure: 'none' | 'unknown' | 'io' | 'bug' = 'none';
+/** Commits straight to the catalog just before the server's commit of this table (a writer that bypasses the server). */
+let rivalOn: { table: string; commit: Parameters<Catalog['commitTable']>[1] } | undefined;
 function failing(inner: Catalog): Catalog {
   return new Proxy(inner, {
     get(target, prop) {
       if (prop === 'commitTable') {
         return async (...args: Parameters<Catalog['commitTable']>) => {
+          if (rivalOn && args[0].name === rivalOn.table) {
+            const rival = rivalOn;
+            rivalOn = undefined;
+            expect((await target.commitTable(args[0], rival.commit)).status).toBe('committed');
+          }
           if (failure === 'unknown') throw new TwinlakeError('commit-state-unknown', 'sql catalog: the connection was lost while committing');
           if (failure === 'io') throw new TwinlakeError('io', 'sql catalog: disk I/O error');
           if (failure === 'bug') throw new Error('something broke');
@@ -69,6 +76,28 @@ describe('Iceberg REST catalog: a commit whose outcome is unknown', () => {
     failure = 'none';
     const ok = await commit({ requirements: [], updates: [{ action: 'set-properties', updates: { k: 'fine' } }] });
     expect(ok.status).toBe(200);
+    expect(server.responses.flatMap((r) => openapi.problems(r))).toEqual([]);
+  });
+
+  it('reports a transaction that a writer bypassing the server broke after its first swap as partly committed (500), naming the tables', async () => {
+    const post = (path: string, body: unknown) =>
+      fetch(`${server.base}${path}`, { method: 'POST', headers: { authorization: `Bearer ${server.token.admin}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    await post('/v1/twinlake/namespaces', { namespace: ['p'] });
+    for (const name of ['t1', 't2']) expect((await post('/v1/twinlake/namespaces/p/tables', { name, schema: SCHEMA })).status).toBe(200);
+    // Between the swaps of t1 and t2, another writer adds a column to t2: t2's requirement no longer holds.
+    rivalOn = {
+      table: 't2',
+      commit: { requirements: [], updates: [{ action: 'add-schema', schema: { 'schema-id': 1, type: 'struct', fields: [...SCHEMA.fields, { id: 3, name: 'extra', type: 'string', required: false }] }, 'last-column-id': 3 }] },
+    };
+    const change = (name: string) => ({ identifier: { namespace: ['p'], name }, requirements: [{ type: 'assert-last-assigned-field-id', 'last-assigned-field-id': 2 }], updates: [{ action: 'set-properties', updates: { txn: 'yes' } }] });
+    const res = await post('/v1/twinlake/transactions/commit', { 'table-changes': [change('t1'), change('t2')] });
+    expect(res.status).toBe(500);
+    const body = (await res.json()) as { error: { type: string; message: string } };
+    expect(body.error.type).toBe('CommitStateUnknownException');
+    expect(body.error.message).toMatch(/^iceberg rest: transaction partly committed: p\.t1 committed, p\.t2 failed \(iceberg commit: requirement assert-last-assigned-field-id failed/);
+    const load = async (name: string) => ((await (await fetch(`${server.base}/v1/twinlake/namespaces/p/tables/${name}`, { headers: { authorization: `Bearer ${server.token.admin}` } })).json()) as { metadata: { properties: Record<string, string> } }).metadata.properties;
+    expect((await load('t1')).txn).toBe('yes');
+    expect((await load('t2')).txn).toBeUndefined();
     expect(server.responses.flatMap((r) => openapi.problems(r))).toEqual([]);
   });
 });

@@ -306,6 +306,9 @@ describe('Iceberg REST catalog', () => {
     expect((await http('POST', '/v1/twinlake/namespaces/scope/register', { name: 'r', 'metadata-location': 'x' }, { token: write })).status).toBe(403);
     expect((await http('DELETE', '/v1/twinlake/namespaces/scope', undefined, { token: write })).status).toBe(403);
     expect((await http('GET', '/v1/config', undefined, { token: 'wrong' })).status).toBe(401);
+    // Readers send scan reports.
+    const report = { 'report-type': 'scan-report', 'table-name': 'scope.t', 'snapshot-id': 1, filter: true, 'schema-id': 0, 'projected-field-ids': [1], 'projected-field-names': ['id'], metrics: {} };
+    expect((await http('POST', `${tablePath('scope', 't')}/metrics`, report, { token: read })).status).toBe(204);
   });
 
   it('exchanges client credentials for a bearer token', async () => {

@@ -61,7 +61,7 @@ type Req = FastifyRequest<{ Params: Params; Querystring: Record<string, string |
  * The Iceberg REST catalog (the OpenAPI document in shared/reference) over the lakehouse's
  * catalog. Reads go to the catalog; every write goes through the one commit path and Delta
  * follows it (rest-commit.ts). Each route declares the scope the server's auth hook checks:
- * reads `read`, commits and creates `write`, register, rename and drops `admin`.
+ * reads (and metrics reports) `read`, commits and creates `write`, register, rename and drops `admin`.
  */
 export async function icebergRestPlugin(app: FastifyInstance, opts: IcebergRestOptions): Promise<void> {
   const { lake } = opts;
@@ -340,8 +340,8 @@ export async function icebergRestPlugin(app: FastifyInstance, opts: IcebergRestO
 
     app.post(
       `${base}/namespaces/:namespace/tables/:table/metrics`,
-      write,
-      // Scan and commit reports are accepted and not kept.
+      // Readers send scan reports, so a read token may post them; reports are accepted and not kept.
+      read,
       handle('table', async (req, reply) => {
         tableOf(req);
         return send(reply, 204);
