@@ -17,7 +17,7 @@ let scratch = 0;
  * them) and copied; the snapshot summary has none of Twinlake's keys. `snapshotId` stays below
  * 2^53 so JavaScript clients carry it exactly.
  */
-export async function foreignAppend(lake: Lakehouse, warehouse: string, table: { namespace: string[]; name: string }, rows: Record<string, unknown>[], snapshotId: bigint): Promise<{ snapshot: Snapshot; json: any }> {
+export async function foreignAppend(lake: Lakehouse, table: { namespace: string[]; name: string }, rows: Record<string, unknown>[], snapshotId: bigint): Promise<{ snapshot: Snapshot; json: any }> {
   const name = `scratch.s${scratch++}`;
   await lake.table(name).append(rows);
   const source = await lake.table(name).metadata();

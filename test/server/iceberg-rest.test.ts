@@ -99,7 +99,7 @@ describe('Iceberg REST catalog', () => {
       { id: 1, name: 'a' },
       { id: 2, name: 'b' },
     ];
-    const { json } = await foreignAppend(server.lake, server.warehouse, ident, rows, 1001n);
+    const { json } = await foreignAppend(server.lake, ident, rows, 1001n);
     const committed = await js.commitTable(ident, { requirements: [{ type: 'assert-ref-snapshot-id', ref: 'main', 'snapshot-id': null }], updates: appendUpdatesJson(json) });
     expect(committed.metadata['current-snapshot-id']).toBe(1001);
     const loaded = await js.loadTable(ident);
@@ -111,7 +111,7 @@ describe('Iceberg REST catalog', () => {
     expect(readdirSync(join(location, '_delta_log')).filter((f) => f.endsWith('.json'))).toEqual(['00000000000000000000.json', '00000000000000000001.json']);
 
     // A second append on top, and a property change, as iceberg-js sends them.
-    const next = await foreignAppend(server.lake, server.warehouse, ident, [{ id: 3, name: 'c' }], 1002n);
+    const next = await foreignAppend(server.lake, ident, [{ id: 3, name: 'c' }], 1002n);
     await js.commitTable(ident, {
       requirements: [{ type: 'assert-ref-snapshot-id', ref: 'main', 'snapshot-id': 1001 }],
       updates: [...appendUpdatesJson(next.json), { action: 'set-properties', updates: { team: 'web' } }],
@@ -204,8 +204,8 @@ describe('Iceberg REST catalog', () => {
     for (const n of ['a', 'b']) await js.createTable({ namespace: ['txn'] }, { name: n, schema: SCHEMA });
     const a = { namespace: ['txn'], name: 'a' };
     const b = { namespace: ['txn'], name: 'b' };
-    const sa = await foreignAppend(server.lake, server.warehouse, a, [{ id: 10, name: 'x' }], 2001n);
-    const sb = await foreignAppend(server.lake, server.warehouse, b, [{ id: 20, name: 'y' }], 2002n);
+    const sa = await foreignAppend(server.lake, a, [{ id: 10, name: 'x' }], 2001n);
+    const sb = await foreignAppend(server.lake, b, [{ id: 20, name: 'y' }], 2002n);
     // One failing requirement (b's main is not at 99): nothing is committed.
     const refused = await http('POST', '/v1/twinlake/transactions/commit', {
       'table-changes': [
@@ -243,7 +243,7 @@ describe('Iceberg REST catalog', () => {
     await js.createNamespace({ namespace: ['ren2'] });
     await js.createTable({ namespace: ['ren'] }, { name: 'old', schema: SCHEMA });
     const ident = { namespace: ['ren'], name: 'old' };
-    const { json } = await foreignAppend(server.lake, server.warehouse, ident, [{ id: 5, name: 'e' }], 3001n);
+    const { json } = await foreignAppend(server.lake, ident, [{ id: 5, name: 'e' }], 3001n);
     await js.commitTable(ident, { requirements: [], updates: appendUpdatesJson(json) });
     await js.renameTable({ source: ident, destination: { namespace: ['ren2'], name: 'new' } });
     expect(await js.tableExists(ident)).toBe(false);
@@ -262,7 +262,7 @@ describe('Iceberg REST catalog', () => {
     const kept = await js.createTable({ namespace: ['drop'] }, { name: 'kept', schema: SCHEMA });
     const purged = await js.createTable({ namespace: ['drop'] }, { name: 'purged', schema: SCHEMA });
     const pIdent = { namespace: ['drop'], name: 'purged' };
-    const { json } = await foreignAppend(server.lake, server.warehouse, pIdent, [{ id: 1, name: 'z' }], 4001n);
+    const { json } = await foreignAppend(server.lake, pIdent, [{ id: 1, name: 'z' }], 4001n);
     await js.commitTable(pIdent, { requirements: [], updates: appendUpdatesJson(json) });
     expect(existsSync(join(localPath(purged.location!), '_delta_log', '00000000000000000001.json'))).toBe(true);
 
