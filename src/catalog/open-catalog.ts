@@ -1,4 +1,4 @@
-import { invalidInput, unsupported } from '../core/errors.ts';
+import { invalidInput } from '../core/errors.ts';
 import { localPath } from '../core/uri.ts';
 import { LocalStore } from '../io/local-store.ts';
 import { storeForLocation, type StorageOptions } from '../io/store-for-uri.ts';
@@ -6,6 +6,7 @@ import type { Catalog } from './catalog.ts';
 import type { DeltaRegistry } from './delta-registry.ts';
 import { GlueCatalog } from './glue-catalog.ts';
 import { openSqlCatalog } from './open-sql-catalog.ts';
+import { RestCatalog } from './rest-catalog.ts';
 
 /** Which catalog a warehouse registers its tables in: the `catalog` section of a config file. */
 export interface CatalogConfig {
@@ -40,13 +41,21 @@ export interface OpenedCatalog {
 /**
  * Opens the catalog a config names, for the warehouse at `warehouseUri`. This is the one place a
  * catalog type becomes a catalog: `sql` on a SQLite file or PostgreSQL (openSqlCatalog picks the
- * driver by URI), `glue` on the region's Glue Data Catalog; `rest` is not built yet and fails with
- * `unsupported`.
+ * driver by URI), `glue` on the region's Glue Data Catalog, `rest` on an Iceberg REST catalog
+ * server (its `/v1/config` is read on first use).
  */
 export async function openCatalog(config: CatalogConfig, opts: { warehouseUri: string; storage?: StorageOptions; readOnly?: boolean }): Promise<OpenedCatalog> {
   const readOnly = opts.readOnly === true;
   if (config.type === 'rest') {
-    throw unsupported(`catalog: type ${config.type} is not supported yet (supported: sql, glue)`, { type: config.type });
+    if (config.uri === undefined) throw invalidInput('catalog: type rest needs catalog.uri (the REST catalog server URL, e.g. http://127.0.0.1:8181/iceberg)');
+    const { clientId, clientSecret } = config.credential ?? {};
+    const catalog = new RestCatalog({
+      uri: config.uri,
+      ...(config.token !== undefined ? { token: config.token } : {}),
+      ...(clientId !== undefined && clientSecret !== undefined ? { credential: { clientId, clientSecret } } : {}),
+      ...(config.warehouse !== undefined ? { warehouse: config.warehouse } : {}),
+    });
+    return { catalog, close: async () => undefined };
   }
   if (config.type !== 'sql' && config.type !== 'glue') throw invalidInput(`catalog: expected type sql, glue or rest, found ${JSON.stringify(config.type)}`);
   const local = opts.warehouseUri.startsWith('file:');

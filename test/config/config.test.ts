@@ -207,10 +207,10 @@ describe('openCatalog', () => {
     expect((await import('node:fs')).existsSync(join(wh, 'catalog.db'))).toBe(true);
   });
 
-  it('refuses a REST catalog as not built yet, and a Glue catalog without a region (never quoting a token)', async () => {
+  it('refuses a REST catalog without its URL, and a Glue catalog without a region', async () => {
     const at = { warehouseUri: fileUri(tmp.path) };
-    const rest = await errorOf(openCatalog({ type: 'rest', name: 'twinlake', uri: 'http://127.0.0.1:8181', token: 't0ken' }, at));
-    expect([rest.kind, rest.message]).toEqual(['unsupported', 'catalog: type rest is not supported yet (supported: sql, glue)']);
+    const rest = await errorOf(openCatalog({ type: 'rest', name: 'twinlake', token: 't0ken' }, at));
+    expect([rest.kind, rest.message]).toEqual(['invalid-input', 'catalog: type rest needs catalog.uri (the REST catalog server URL, e.g. http://127.0.0.1:8181/iceberg)']);
     const glue = await errorOf(openCatalog({ type: 'glue', name: 'twinlake' }, at));
     expect([glue.kind, glue.message]).toEqual(['invalid-input', 'catalog: type glue needs catalog.region (the AWS region of the Glue Data Catalog)']);
     const cloud = await errorOf(openCatalog({ type: 'sql', name: 'twinlake' }, { warehouseUri: 's3://lake/wh' }));
