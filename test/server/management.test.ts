@@ -61,6 +61,11 @@ describe('the seed management API', () => {
     const r = await s.call('POST', '/api/managed-lakehouse/tables', { body: seedCreateBody('iceberg_only', { deltaEnabled: false }) });
     expect(r.status, r.text).toBe(201);
     expect((await s.lake.table('sales.iceberg_only').describe()).formats).toEqual(['iceberg']);
+    // The library creates a Delta-only table by its first write, not empty: the API says so.
+    const deltaOnly = await s.call('POST', '/api/managed-lakehouse/tables', { body: seedCreateBody('delta_only', { icebergEnabled: false }) });
+    expect(deltaOnly.status, deltaOnly.text).toBe(501);
+    expect(deltaOnly.json.error.message).toContain('an empty Delta-only table is created by its first write');
+    expect(await s.lake.table('sales.delta_only').exists()).toBe(false);
     const none = await s.call('POST', '/api/managed-lakehouse/tables', { body: seedCreateBody('neither', { deltaEnabled: false, icebergEnabled: false }) });
     expect(none.status).toBe(400);
     expect(none.json.error.message).toMatch(/icebergEnabled and deltaEnabled/);
