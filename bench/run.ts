@@ -9,6 +9,7 @@ import { manyWriters, type ManyWritersOptions, type ManyWritersResult } from './
 import { readBench } from './read.ts';
 import { openBench } from './open.ts';
 import { addFilesBench } from './add-files.ts';
+import { serveBench } from './serve.ts';
 
 /**
  * Benchmarks, each against a baseline measured in the same run:
@@ -464,3 +465,5 @@ if (only === 'scale') {
   console.log(`  rows: iceberg ${r.counts.iceberg}, delta ${r.counts.delta}, duckdb over iceberg files ${r.counts.duckdbIceberg}, over delta files ${r.counts.duckdbDelta}: ${rowsOk ? 'all equal' : 'NOT EQUAL'}`);
 }
 if (!only || only === 'add-files') await addFilesBench(root, Number(process.env.BENCH_FILES ?? 100_000));
+// Run alone only: a load test of `twinlake serve` (bench/serve.ts).
+if (only === 'serve') await serveBench(root);

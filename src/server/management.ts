@@ -336,6 +336,8 @@ export const managementRoutes: FastifyPluginAsync<ManagementOptions> = async (ap
     const opts: ReadOptions = { ...travelOf(request.query), limit: request.query.limit, where: request.query.where };
     // Planning first: a bad filter or an unknown snapshot answers 400/404, not a broken stream.
     const plan = await table.plan(opts);
+    // A table created without a schema has no columns and no rows until its first post.
+    if (plan.task.schema.fields.length === 0 && plan.task.files.length === 0) return reply.type('application/x-ndjson').send('');
     const session = await lake.session();
     const body = new PassThrough();
     exportScan(session, plan.task, body, { output: 'json', limit: opts.limit }).then(

@@ -61,6 +61,10 @@ describe('the seed management API', () => {
     const r = await s.call('POST', '/api/managed-lakehouse/tables', { body: seedCreateBody('iceberg_only', { deltaEnabled: false }) });
     expect(r.status, r.text).toBe(201);
     expect((await s.lake.table('sales.iceberg_only').describe()).formats).toEqual(['iceberg']);
+    // Created without a schema: no columns and no rows yet, which reads say plainly.
+    const empty = await s.call('GET', `/api/managed-lakehouse/tables/${r.json.tableId}/rows`, { token: s.tokens.read });
+    expect(empty.status, empty.text).toBe(200);
+    expect(empty.text).toBe('');
     // The library creates a Delta-only table by its first write, not empty: the API says so.
     const deltaOnly = await s.call('POST', '/api/managed-lakehouse/tables', { body: seedCreateBody('delta_only', { icebergEnabled: false }) });
     expect(deltaOnly.status, deltaOnly.text).toBe(501);
