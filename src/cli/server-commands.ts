@@ -7,6 +7,7 @@ import type { TwinlakeConfig } from '../config/resolve-config.ts';
 import { buildServer } from '../server/app.ts';
 import { defaultTokensFile, parseScope, TokenAuth, TokenStore } from '../server/auth.ts';
 import { DEFAULT_MAX_RECORD_BYTES } from '../server/records.ts';
+import { interruptWrites } from '../table/write/interrupt.ts';
 
 type CommandFactory = (name: string, ...examples: string[]) => Command;
 
@@ -66,8 +67,10 @@ export function registerServerCommands(command: CommandFactory, settingsOf: (cmd
           process.removeAllListeners(signal);
           process.once(signal, () => {
             app.log.info({ signal }, 'shutting down: no new requests; waiting for requests in flight');
-            // A second signal ends the process at once.
-            process.once(signal, () => process.exit(signal === 'SIGINT' ? 130 : 143));
+            // A second signal stops the writes still running (removing what they staged) and exits.
+            process.once(signal, () => {
+              void interruptWrites().finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
+            });
             app.close().then(resolveStopped, resolveStopped);
           });
         }
