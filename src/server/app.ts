@@ -8,6 +8,7 @@ import { errorBody, errorResponse } from './http-errors.ts';
 import { openApiDocument, formatSchemaErrors, type RouteEntry } from './openapi.ts';
 import { managementRoutes, type ManagementOptions } from './management.ts';
 import { recordRoutes, DEFAULT_MAX_RECORD_BYTES } from './records.ts';
+import { TableIndex } from './table-index.ts';
 
 export interface ServerOptions extends Pick<ManagementOptions, 'catalogType' | 'warehouseUri'> {
   lake: Lakehouse;
@@ -122,8 +123,9 @@ export async function buildServer(opts: ServerOptions): Promise<FastifyInstance>
     openApiDocument(app.routeTable.filter((r) => !r.url.startsWith('/iceberg')), TWINLAKE_VERSION),
   );
 
-  await app.register(managementRoutes, { lake: opts.lake, catalogType: opts.catalogType, warehouseUri: opts.warehouseUri });
-  await app.register(recordRoutes, { lake: opts.lake, maxBytes: opts.maxRecordBytes ?? DEFAULT_MAX_RECORD_BYTES, tempDir: opts.tempDir });
+  const index = new TableIndex(opts.lake);
+  await app.register(managementRoutes, { lake: opts.lake, catalogType: opts.catalogType, warehouseUri: opts.warehouseUri, index });
+  await app.register(recordRoutes, { lake: opts.lake, maxBytes: opts.maxRecordBytes ?? DEFAULT_MAX_RECORD_BYTES, tempDir: opts.tempDir, index });
 
   // The Iceberg REST catalog (src/server/iceberg-rest/) plugs in here.
   if (opts.iceberg) await app.register(opts.iceberg, { prefix: '/iceberg', lake: opts.lake, tokens: opts.tokens });
