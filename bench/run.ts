@@ -10,6 +10,7 @@ import { readBench } from './read.ts';
 import { openBench } from './open.ts';
 import { addFilesBench } from './add-files.ts';
 import { retainedBench } from './retained.ts';
+import { serveBench } from './serve.ts';
 
 /**
  * Benchmarks, each against a baseline measured in the same run:
@@ -484,3 +485,5 @@ if (only === 'cloud') {
   console.log(`  peak RSS ${r.peakRssMb} MB;   rows read back: iceberg ${r.counts.iceberg}, delta ${r.counts.delta}: ${rowsOk ? 'all equal' : 'NOT EQUAL'}`);
 }
 if (!only || only === 'add-files') await addFilesBench(root, Number(process.env.BENCH_FILES ?? 100_000));
+// Run alone only: a load test of `twinlake serve` (bench/serve.ts).
+if (only === 'serve') await serveBench(root);

@@ -1,13 +1,14 @@
 #!/usr/bin/env node
 // Keeps imports flowing one way (DESIGN.md §8):
-//   core ← format ← {io, engine} ← catalog ← table ← {maintenance, config} ← {server, cli} ← index.ts
+//   core ← format ← {io, engine} ← catalog ← table ← {maintenance, config} ← server ← cli ← index.ts
+// (the CLI starts the server: `twinlake serve` and `twinlake token`; the server never calls the CLI)
 // A file may import from its own layer's folder and from lower layers, never from above or from
 // a sibling layer. src/format must not import node built-ins that do I/O.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 
 const root = resolve(dirname(new URL(import.meta.url).pathname), '..', 'src');
-const rank = { core: 0, format: 1, io: 2, engine: 2, catalog: 3, table: 4, maintenance: 5, config: 5, server: 6, cli: 6, 'index.ts': 7 };
+const rank = { core: 0, format: 1, io: 2, engine: 2, catalog: 3, table: 4, maintenance: 5, config: 5, server: 6, cli: 6.5, 'index.ts': 7 };
 const ioModules = /^(node:)?(fs|fs\/promises|net|http|https|child_process|os|dgram|worker_threads)$/;
 
 function files(dir) {

@@ -20,6 +20,7 @@ import { qualifyTableName, tableDefaultsFor, type TableDefaults, type TwinlakeCo
 import { redact } from '../config/redact.ts';
 import { CONFIG_KEYS, TABLE_KEYS } from '../config/config-keys.ts';
 import { Props } from '../format/dual/table-properties.ts';
+import { registerServerCommands } from './server-commands.ts';
 
 /**
  * The settings of this run (settings.ts has the precedence). Commander's `optsWithGlobals` lets
@@ -411,4 +412,6 @@ export function registerCommands(program: Command): void {
       const settings = resolveEngineSettings((await settingsOf(cmd)).engine);
       out(o.json ? stringifyJson(settings, 2) : printEngine(settings));
     });
+
+  registerServerCommands(command, settingsOf);
 }
