@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { Lakehouse, type Table } from '../src/index.ts';
+import { Lakehouse } from '../src/index.ts';
 import { eventsCsvFile, eventsFile } from './data.ts';
 import { manyPartitions } from './many-partitions.ts';
 import { manyWriters, type ManyWritersOptions, type ManyWritersResult } from './many-writers.ts';
@@ -340,60 +340,6 @@ async function commitBench(): Promise<void> {
   }
 }
 
-/**
- * Merging 10k changed keys into a 1M-row table split into 100 files (truncate(10000, id)):
- * keys in one file's range touch 1% of the files, random keys touch nearly all of them. Each
- * strategy on the same table and keys: copy-on-write rewrites the files holding a key;
- * merge-on-read writes the changed rows plus deletes (v2 position delete files and Delta DV
- * files, or v3 deletion vectors in one Puffin file that Delta shares).
- */
-async function mergeBench(): Promise<void> {
-  const input = await eventsFile(join(root, `events-v2-${rows}.ndjson`), rows);
-  const warehouse = join(root, 'wh-merge');
-  const report: string[] = [];
-  const strategies = [
-    { strategy: 'copy-on-write', version: '2' },
-    { strategy: 'merge-on-read', version: '2' },
-    { strategy: 'merge-on-read', version: '3' },
-  ] as const;
-  for (const [label, pick] of [
-    ['keys in 1% of the files', (i: number) => i],
-    ['random keys', (i: number) => (i * 7_919 + 13) % rows],
-  ] as const) {
-    report.push(`  ${label}`);
-    for (const { strategy, version } of strategies) {
-      rmSync(warehouse, { recursive: true, force: true });
-      const lake = await Lakehouse.open({ warehouse });
-      const t = lake.table('bench.merge');
-      const base = await t.append({ path: input }, { partition: `truncate(${Math.max(1, rows / 100)}, id)`, properties: { 'format-version': version, 'write.merge.mode': strategy } });
-      const changes = Array.from({ length: 10_000 }, (_, i) => ({ id: pick(i), ts: '2025-06-01T00:00:00.000Z', user_id: 1, region: 'merged', amount: 1, attributes: { device: 'x', score: 1 } }));
-      const t0 = performance.now();
-      const r = await t.merge(changes, { keys: ['id'] });
-      const ms = performance.now() - t0;
-      const scan = await countRows(t);
-      if (scan.rows !== rows + (r.inserted - r.deleted)) throw new Error(`merge bench: expected ${rows} rows after the merge, read ${scan.rows}`);
-      const share = (100 * r.rewrittenBytes) / base.bytes;
-      const written = r.bytes + r.deleteBytes;
-      const how = strategy === 'copy-on-write'
-        ? `${r.rewrittenFiles}/${base.files} files rewritten = ${share.toFixed(1)}% of the table's bytes`
-        : `${r.deleteFiles} deletes for ${r.deleteFiles}/${base.files} files`;
-      report.push(
-        `    ${`${strategy} v${version}`.padEnd(20)} ${ms.toFixed(0).padStart(6)} ms  ${(written / 1e6).toFixed(2).padStart(6)} MB written  (${how}); full scan after ${scan.ms.toFixed(0)} ms`,
-      );
-      await lake.close();
-    }
-  }
-  console.log(`merge of 10k changed keys into a ${rows}-row table of 100 files`);
-  for (const line of report) console.log(line);
-}
-
-/** Plans and counts the table's rows with its deletes applied: what merge-on-read costs a reader. */
-async function countRows(t: Table): Promise<{ rows: number; ms: number }> {
-  const t0 = performance.now();
-  const rows = await t.count();
-  return { rows, ms: performance.now() - t0 };
-}
-
 async function partitionsBench(): Promise<void> {
   const dir = join(root, 'partitions');
   rmSync(join(dir, 'warehouse'), { recursive: true, force: true });
@@ -445,7 +391,7 @@ const only = process.argv[2];
 if (!only || only === 'write') await writeBench();
 if (!only || only === 'partitioned') await partitionedBench();
 if (!only || only === 'commits') await commitBench();
-if (!only || only === 'merge') await mergeBench();
+if (!only || only === 'merge') await (await import('./merge.ts')).mergeBench(root);
 if (!only || only === 'partitions') await partitionsBench();
 if (!only || only === 'writers') await writersBench();
 if (!only || only === 'retained') {
