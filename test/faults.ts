@@ -75,3 +75,33 @@ export function deltaFailingIO(failing: () => boolean): { io: FileIO; stores: Ma
   });
   return { io, stores };
 }
+
+/** Passes every call through, and runs `beforeCreate` once before the next putIfAbsent. */
+export class HookedStore implements ObjectStore {
+  beforeCreate?: (path: string) => Promise<void>;
+  constructor(private readonly inner: ObjectStore) {}
+  get root() {
+    return this.inner.root;
+  }
+  get(p: string, r?: { offset: number; length: number }) {
+    return this.inner.get(p, r);
+  }
+  head(p: string) {
+    return this.inner.head(p);
+  }
+  put(p: string, b: Uint8Array | string) {
+    return this.inner.put(p, b);
+  }
+  async putIfAbsent(p: string, b: Uint8Array | string) {
+    const hook = this.beforeCreate;
+    this.beforeCreate = undefined;
+    if (hook) await hook(p);
+    return this.inner.putIfAbsent(p, b);
+  }
+  list(prefix: string): AsyncIterable<ObjectMeta> {
+    return this.inner.list(prefix);
+  }
+  delete(p: string) {
+    return this.inner.delete(p);
+  }
+}

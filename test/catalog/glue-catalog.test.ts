@@ -7,10 +7,10 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { TableIdentifier } from '../../src/catalog/catalog.ts';
 import { GlueCatalog, type GlueCatalogOptions } from '../../src/catalog/glue-catalog.ts';
 import { LocalStore } from '../../src/io/local-store.ts';
-import type { ObjectMeta, ObjectStore } from '../../src/io/object-store.ts';
 import { GlueDouble } from '../servers/glue-double.ts';
 import { errorOf } from '../helpers.ts';
 import { appendUpdates, catalogContract, sampleMetadata } from './catalog-contract.ts';
+import { HookedStore } from '../faults.ts';
 
 // Every test here runs against the Glue TEST DOUBLE (test/servers/glue-double.ts), not AWS Glue.
 
@@ -364,35 +364,6 @@ describe('GlueCatalog errors users meet (against the Glue test double)', () => {
   });
 });
 
-/** Passes every call through, and runs `beforeCreate` once before the next putIfAbsent. */
-class HookedStore implements ObjectStore {
-  beforeCreate?: (path: string) => Promise<void>;
-  constructor(private readonly inner: ObjectStore) {}
-  get root() {
-    return this.inner.root;
-  }
-  get(p: string, r?: { offset: number; length: number }) {
-    return this.inner.get(p, r);
-  }
-  head(p: string) {
-    return this.inner.head(p);
-  }
-  put(p: string, b: Uint8Array | string) {
-    return this.inner.put(p, b);
-  }
-  async putIfAbsent(p: string, b: Uint8Array | string) {
-    const hook = this.beforeCreate;
-    this.beforeCreate = undefined;
-    if (hook) await hook(p);
-    return this.inner.putIfAbsent(p, b);
-  }
-  list(prefix: string): AsyncIterable<ObjectMeta> {
-    return this.inner.list(prefix);
-  }
-  delete(p: string) {
-    return this.inner.delete(p);
-  }
-}
 
 /** A loopback port nothing listens on. */
 async function closedPort(): Promise<number> {

@@ -9,10 +9,11 @@ import { SqlCatalog } from '../../src/catalog/sql-catalog.ts';
 import { metadataFileVersion } from '../../src/catalog/metadata-files.ts';
 import { LocalStore } from '../../src/io/local-store.ts';
 import { MemoryStore } from '../../src/io/memory-store.ts';
-import type { ObjectMeta, ObjectStore } from '../../src/io/object-store.ts';
+import type { ObjectStore } from '../../src/io/object-store.ts';
 import { serializeTableMetadata } from '../../src/format/iceberg/table-metadata.ts';
 import { appendUpdates, catalogContract, sampleMetadata } from './catalog-contract.ts';
 import { errorOf, repoRoot } from '../helpers.ts';
+import { HookedStore } from '../faults.ts';
 
 const t = (ns: string[], name: string): TableIdentifier => ({ namespace: ns, name });
 
@@ -52,35 +53,6 @@ async function names(store: ObjectStore, prefix: string): Promise<string[]> {
   return out;
 }
 
-/** Passes every call through, and runs `beforeCreate` once before the next putIfAbsent. */
-class HookedStore implements ObjectStore {
-  beforeCreate?: (path: string) => Promise<void>;
-  constructor(private readonly inner: ObjectStore) {}
-  get root() {
-    return this.inner.root;
-  }
-  get(p: string, r?: { offset: number; length: number }) {
-    return this.inner.get(p, r);
-  }
-  head(p: string) {
-    return this.inner.head(p);
-  }
-  put(p: string, b: Uint8Array | string) {
-    return this.inner.put(p, b);
-  }
-  async putIfAbsent(p: string, b: Uint8Array | string) {
-    const hook = this.beforeCreate;
-    this.beforeCreate = undefined;
-    if (hook) await hook(p);
-    return this.inner.putIfAbsent(p, b);
-  }
-  list(prefix: string): AsyncIterable<ObjectMeta> {
-    return this.inner.list(prefix);
-  }
-  delete(p: string) {
-    return this.inner.delete(p);
-  }
-}
 
 describe('SqlCatalog', () => {
   let dir: string;

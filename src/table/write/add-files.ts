@@ -134,27 +134,15 @@ export async function addFiles(ctx: TableContext, patterns: readonly string[], o
  * `**` across folders) to the URIs of the objects they name, each once, listed through the store.
  */
 async function expandRemote(io: FileIO, patterns: readonly string[], what: string): Promise<string[]> {
-  const out: string[] = [];
-  const seen = new Set<string>();
-  for (const p of patterns) {
-    let found: string[];
+  return expandEach(patterns, what, async (p) => {
     const glob = /[*?[{]/.exec(p);
-    if (glob) {
-      const folder = p.slice(0, p.lastIndexOf('/', glob.index) + 1);
-      const re = globRegex(p);
-      found = [];
-      for await (const m of io.list(folder)) if (re.test(m.uri)) found.push(m.uri);
-    } else {
-      found = (await io.exists(p)) ? [p] : [];
-    }
-    if (found.length === 0) throw invalidInput(`${what}: ${p}: no file matches`);
-    for (const f of found) {
-      if (seen.has(f)) throw invalidInput(`${what}: ${f}: named twice`);
-      seen.add(f);
-      out.push(f);
-    }
-  }
-  return out;
+    if (!glob) return (await io.exists(p)) ? [p] : [];
+    const folder = p.slice(0, p.lastIndexOf('/', glob.index) + 1);
+    const re = globRegex(p);
+    const found: string[] = [];
+    for await (const m of io.list(folder)) if (re.test(m.uri)) found.push(m.uri);
+    return found;
+  });
 }
 
 /** A glob as a regular expression over whole URIs: `**` any text, `*` and `?` within a folder, `[...]` and `{a,b}`. */
@@ -212,11 +200,18 @@ async function fetchFooter(io: FileIO, uri: string, local: string, what: string)
 
 /** Paths and globs (`data/*.parquet`, expanded by DuckDB's glob) to absolute local paths, each once. */
 async function expand(session: DuckDBSession, patterns: readonly string[], what: string): Promise<string[]> {
+  return expandEach(patterns, what, async (p) => {
+    const local = resolve(p.startsWith('file:') ? new URL(p).pathname : p);
+    return /[*?[{]/.test(local) ? (await session.all(`SELECT file FROM glob(${quoteString(local)}) ORDER BY file`)).map((r) => String(r.file)) : [local];
+  });
+}
+
+/** Each pattern's files, in order: a pattern that names none, or a file named twice, is an error. */
+async function expandEach(patterns: readonly string[], what: string, find: (pattern: string) => Promise<string[]>): Promise<string[]> {
   const out: string[] = [];
   const seen = new Set<string>();
   for (const p of patterns) {
-    const local = resolve(p.startsWith('file:') ? new URL(p).pathname : p);
-    const found = /[*?[{]/.test(local) ? (await session.all(`SELECT file FROM glob(${quoteString(local)}) ORDER BY file`)).map((r) => String(r.file)) : [local];
+    const found = await find(p);
     if (found.length === 0) throw invalidInput(`${what}: ${p}: no file matches`);
     for (const f of found) {
       if (seen.has(f)) throw invalidInput(`${what}: ${f}: named twice`);
