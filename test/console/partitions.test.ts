@@ -61,8 +61,9 @@ describe('GET /api/managed-lakehouse/tables/{tableId}/partitions', () => {
     expect(r.json.partitions[0]).toMatchObject({ partition: {}, records: 2 });
   });
 
-  test('an unknown table answers 404', async () => {
+  test('an unknown table answers 404 naming the tableId', async () => {
     const r = await s.call('GET', '/api/managed-lakehouse/tables/00000000-0000-0000-0000-000000000000/partitions');
     expect(r.status).toBe(404);
+    expect(r.json.error).toMatchObject({ type: 'NoSuchTableException', message: 'table: no table with tableId "00000000-0000-0000-0000-000000000000"' });
   });
 });
