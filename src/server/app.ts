@@ -10,6 +10,7 @@ import { openApiDocument, formatSchemaErrors, type RouteEntry } from './openapi.
 import { managementRoutes, type ManagementOptions } from './management.ts';
 import { recordRoutes, DEFAULT_MAX_RECORD_BYTES } from './records.ts';
 import { TableIndex } from './table-index.ts';
+import { consoleRoutes } from './console.ts';
 
 export interface ServerOptions extends Pick<ManagementOptions, 'catalogType' | 'warehouseUri'> {
   lake: Lakehouse;
@@ -126,6 +127,7 @@ export async function buildServer(opts: ServerOptions): Promise<FastifyInstance>
 
   const index = new TableIndex(opts.lake);
   await app.register(managementRoutes, { lake: opts.lake, catalogType: opts.catalogType, warehouseUri: opts.warehouseUri, index });
+  await app.register(consoleRoutes, { lake: opts.lake, index });
   await app.register(recordRoutes, { lake: opts.lake, maxBytes: opts.maxRecordBytes ?? DEFAULT_MAX_RECORD_BYTES, tempDir: opts.tempDir, index });
 
   // The Iceberg REST catalog (src/server/iceberg-rest/), under the same auth hook.
