@@ -167,6 +167,45 @@ export class SqlCatalog implements Catalog {
     return out;
   }
 
+  /**
+   * Sets and removes a namespace's properties in one transaction (the REST catalog's properties
+   * update): `updated` the keys set, `removed` the removals that were there, `missing` those that
+   * were not. A key both set and removed is refused, as is the reserved `exists` marker.
+   */
+  async updateNamespaceProperties(namespace: string[], removals: string[], updates: Record<string, string>): Promise<{ updated: string[]; removed: string[]; missing: string[] }> {
+    checkNamespace(namespace);
+    const ns = namespace.join('.');
+    this.requireWritable(`change the properties of namespace ${ns}`);
+    for (const k of [...removals, ...Object.keys(updates)]) {
+      if (k === EXISTS_PROPERTY) throw invalidInput(`sql catalog: namespace property ${JSON.stringify(k)} is reserved`);
+    }
+    const both = removals.find((k) => Object.hasOwn(updates, k));
+    if (both !== undefined) throw invalidInput(`sql catalog: namespace property ${JSON.stringify(both)} is both set and removed`);
+    const sql = await this.ready;
+    return this.query(`changing the properties of namespace ${ns}`, () =>
+      this.driver.transaction(async (tx) => {
+        if (!(await this.namespaceExistsNow(tx, namespace))) throw notFound(`sql catalog: namespace ${ns} does not exist`, { namespace });
+        const held = new Set((await tx.all<{ property_key: string }>(sql.properties, [this.name, ns])).map((r) => r.property_key));
+        if (!held.has(EXISTS_PROPERTY)) {
+          // A namespace known only through its tables gets the marker Java's JDBC catalog writes.
+          await tx.run(sql.insertProperty, [this.name, ns, EXISTS_PROPERTY, 'true']);
+        }
+        const removed: string[] = [];
+        const missing: string[] = [];
+        for (const k of removals) {
+          if (held.has(k)) {
+            await tx.run(sql.deleteProperty, [this.name, ns, k]);
+            removed.push(k);
+          } else missing.push(k);
+        }
+        for (const [k, v] of Object.entries(updates)) {
+          await tx.run(held.has(k) ? sql.updateProperty : sql.insertProperty, held.has(k) ? [v, this.name, ns, k] : [this.name, ns, k, v]);
+        }
+        return { updated: Object.keys(updates), removed, missing };
+      }),
+    );
+  }
+
   async dropNamespace(namespace: string[]): Promise<void> {
     checkNamespace(namespace);
     this.requireWritable(`drop namespace ${namespace.join('.')}`);
@@ -528,6 +567,8 @@ function catalogStatements(hasType: boolean) {
     properties: `SELECT property_key, property_value FROM iceberg_namespace_properties WHERE catalog_name = ? AND namespace = ?`,
     insertProperty: `INSERT INTO iceberg_namespace_properties (catalog_name, namespace, property_key, property_value) VALUES (?, ?, ?, ?)`,
     deleteNamespace: `DELETE FROM iceberg_namespace_properties WHERE catalog_name = ? AND namespace = ?`,
+    updateProperty: `UPDATE iceberg_namespace_properties SET property_value = ? WHERE catalog_name = ? AND namespace = ? AND property_key = ?`,
+    deleteProperty: `DELETE FROM iceberg_namespace_properties WHERE catalog_name = ? AND namespace = ? AND property_key = ?`,
   };
 }
 

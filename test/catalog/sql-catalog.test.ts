@@ -68,6 +68,17 @@ describe('SqlCatalog', () => {
     await fs.rm(dir, { recursive: true, force: true });
   });
 
+  it('sets and removes namespace properties in one change, keeping the JDBC exists marker', async () => {
+    await catalog.createNamespace(['a'], { owner: 'ada', tier: 'gold' });
+    expect(await catalog.updateNamespaceProperties(['a'], ['tier', 'nope'], { owner: 'bob', team: 'web' })).toEqual({ updated: ['owner', 'team'], removed: ['tier'], missing: ['nope'] });
+    expect(await catalog.loadNamespaceProperties(['a'])).toEqual({ owner: 'bob', team: 'web' });
+    expect((await errorOf(catalog.updateNamespaceProperties(['a'], ['exists'], {}))).message).toBe('sql catalog: namespace property "exists" is reserved');
+    expect((await errorOf(catalog.updateNamespaceProperties(['a'], ['team'], { team: 'x' }))).message).toBe('sql catalog: namespace property "team" is both set and removed');
+    expect((await errorOf(catalog.updateNamespaceProperties(['zz'], [], { k: 'v' }))).kind).toBe('not-found');
+    // The namespace still reads as one other engines see: its marker row is there.
+    expect(await catalog.listNamespaces()).toEqual([['a']]);
+  });
+
   it('lays tables out as <warehouse>/<ns levels>/<table>/metadata/v<N>.metadata.json with a version hint', async () => {
     await catalog.createNamespace(['a', 'b']);
     const created = await catalog.createTable(t(['a', 'b'], 'events'), sampleMetadata());

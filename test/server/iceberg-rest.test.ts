@@ -79,10 +79,12 @@ describe('Iceberg REST catalog', () => {
     await js.dropNamespace({ namespace: ['acct', 'tax'] });
     expect(await js.namespaceExists({ namespace: ['acct', 'tax'] })).toBe(false);
     expect((await http('GET', '/v1/twinlake/namespaces/ghost')).json.error).toMatchObject({ code: 404, type: 'NoSuchNamespaceException' });
-    // This catalog (SQL) keeps namespace properties as created: changing them is refused as unsupported, not ignored.
-    const update = await http('POST', '/v1/twinlake/namespaces/acct/properties', { removals: [], updates: { owner: 'ops' } });
-    expect(update.status).toBe(406);
-    expect(update.json.error.type).toBe('UnsupportedOperationException');
+    const update = await http('POST', '/v1/twinlake/namespaces/acct/properties', { removals: ['gone', 'never'], updates: { owner: 'ops', tier: 'gold' } });
+    expect([update.status, update.json]).toEqual([200, { updated: ['owner', 'tier'], removed: [], missing: ['gone', 'never'] }]);
+    const again = await http('POST', '/v1/twinlake/namespaces/acct/properties', { removals: ['tier'], updates: {} });
+    expect(again.json).toEqual({ updated: [], removed: ['tier'], missing: [] });
+    expect((await js.loadNamespaceMetadata({ namespace: ['acct'] })).properties).toEqual({ owner: 'ops' });
+    expect((await http('POST', '/v1/twinlake/namespaces/acct/properties', { removals: ['owner'], updates: { owner: 'x' } })).status).toBe(422);
   });
 
   it('creates a table through iceberg-js that is also a Delta table, and an append committed through it is read by both formats', async () => {
