@@ -1,4 +1,4 @@
-import { invalidInput, unsupported } from '../core/errors.ts';
+import { invalidInput, TwinlakeError, unsupported } from '../core/errors.ts';
 import { joinUri } from '../core/uri.ts';
 import type { FileIO } from '../io/file-io.ts';
 import { commitPath } from '../format/delta/actions.ts';
@@ -8,7 +8,7 @@ import { listLiveFiles, type LiveFiles } from './read/live-files.ts';
 import { checkPlacement } from './table-placement.ts';
 import { parseStats } from '../format/delta/stats.ts';
 import { deltaHistory, deltaScanTask, deltaVersionOfSnapshot, readDeltaSnapshot } from './delta/delta-log.ts';
-import { writeDeltaOnly } from './write/delta-writer.ts';
+import { createDeltaOnly, writeDeltaOnly } from './write/delta-writer.ts';
 import { syncDelta } from './delta/delta-sync.ts';
 import { catalogSubject, verifyTable, type VerifyOptions, type VerifyResult } from './manage/verify.ts';
 import { deleteRows, mergeTable, type DeleteOptions, type MergeOptions, type MergeResult } from './merge/merge.ts';
@@ -218,6 +218,14 @@ export class Table {
   /** Creates the table without data (schema in Iceberg JSON form); Delta version 0 records it. */
   async create(schema: StructType, opts: Omit<WriteOptions, 'mode' | 'schema'> = {}): Promise<void> {
     if (!(await this.exists())) await checkPlacement(this.ctx);
+    if (opts.formats !== undefined && parseFormats(opts.formats).join() === 'delta') {
+      const registry = this.ctx.deltaRegistry;
+      if (!registry) throw unsupported(`table ${this.name}: this catalog cannot hold Delta-only tables`);
+      if (await this.exists()) throw new TwinlakeError('already-exists', `table ${this.name} already exists`, { table: this.name });
+      await createDeltaOnly(this.ctx, this.ctx.location, schema, opts);
+      await registry.register(this.ctx.ident, this.ctx.location);
+      return;
+    }
     await createTable(this.ctx, schema, opts);
   }
 

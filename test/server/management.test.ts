@@ -65,11 +65,15 @@ describe('the seed management API', () => {
     const empty = await s.call('GET', `/api/managed-lakehouse/tables/${r.json.tableId}/rows`, { token: s.tokens.read });
     expect(empty.status, empty.text).toBe(200);
     expect(empty.text).toBe('');
-    // The library creates a Delta-only table by its first write, not empty: the API says so.
+    // A Delta-only table: version 0 holds its (empty) schema; the first post adds the columns.
     const deltaOnly = await s.call('POST', '/api/managed-lakehouse/tables', { body: seedCreateBody('delta_only', { icebergEnabled: false }) });
-    expect(deltaOnly.status, deltaOnly.text).toBe(501);
-    expect(deltaOnly.json.error.message).toContain('an empty Delta-only table is created by its first write');
-    expect(await s.lake.table('sales.delta_only').exists()).toBe(false);
+    expect(deltaOnly.status, deltaOnly.text).toBe(201);
+    expect(deltaOnly.json).toMatchObject({ icebergEnabled: false, deltaEnabled: true });
+    expect((await s.lake.table('sales.delta_only').describe()).formats).toEqual(['delta']);
+    const posted = await s.call('POST', `/api/managed-lakehouse/tables/${deltaOnly.json.tableId}/records`, { raw: ndjson([{ id: 1, v: 'a' }, { id: 2, v: 'b' }]) });
+    expect(posted.status, posted.text).toBe(200);
+    expect((await s.lake.table('sales.delta_only').read({ format: 'delta' })).map((r) => r.id)).toEqual([1, 2]);
+    expect((await s.call('POST', '/api/managed-lakehouse/tables', { body: seedCreateBody('delta_only', { icebergEnabled: false }) })).status).toBe(409);
     const none = await s.call('POST', '/api/managed-lakehouse/tables', { body: seedCreateBody('neither', { deltaEnabled: false, icebergEnabled: false }) });
     expect(none.status).toBe(400);
     expect(none.json.error.message).toMatch(/icebergEnabled and deltaEnabled/);
@@ -156,7 +160,7 @@ describe('the seed management API', () => {
     expect(r.status).toBe(200);
     const orders = r.json.tables.find((t: { tableId: string }) => t.tableId === tableId);
     expect(orders).toMatchObject({ tableName: 'orders', rows: 5, deltaEnabled: true, deltaInStep: true, storageProvider: 'local' });
-    expect(r.json.tables.map((t: { tableName: string }) => t.tableName).sort()).toEqual(['iceberg_only', 'orders']);
+    expect(r.json.tables.map((t: { tableName: string }) => t.tableName).sort()).toEqual(['delta_only', 'iceberg_only', 'orders']);
   });
 
   test('GET /commits pages through the history: snapshot, Delta version, operation, rows and files', async () => {

@@ -10,6 +10,22 @@ const ids = (rows: Record<string, unknown>[]) => rows.map((r) => Number(r.id)).s
 describe('tables that keep one format', () => {
   const fx = lakehouseFixture();
 
+  it('creates an empty Delta-only table: version 0 holds the schema, and writes follow it', async () => {
+    const t = fx.lake.table('one.delta_empty');
+    await t.create({ type: 'struct', fields: [{ id: 1, name: 'id', type: 'long', required: false }, { id: 2, name: 'name', type: 'string', required: false }] }, { formats: ['delta'] });
+    const dir = join(fx.warehouse, 'one', 'delta_empty');
+    expect(existsSync(join(dir, 'metadata'))).toBe(false);
+    expect(readdirSync(join(dir, '_delta_log')).filter((f) => f.endsWith('.json'))).toEqual(['00000000000000000000.json']);
+    const d = await t.describe();
+    expect([d.formats, d.deltaVersion, d.records]).toEqual([['delta'], 0, 0]);
+    expect(d.schema.fields.map((f) => [f.id, f.name, f.type])).toEqual([[1, 'id', 'long'], [2, 'name', 'string']]);
+    expect(await t.read()).toEqual([]);
+    expect((await t.append([{ id: 7, name: 'g' }])).deltaVersion).toBe(1);
+    expect(ids(await t.read())).toEqual([7]);
+    expect(await fx.lake.listTables()).toContain('one.delta_empty');
+    expect((await errorOf(t.create({ type: 'struct', fields: [] }, { formats: ['delta'] }))).kind).toBe('already-exists');
+  });
+
   it('a Delta-only table has no Iceberg metadata and the Delta log is the truth', async () => {
     const t = fx.lake.table('one.delta_only');
     const first = await t.append([{ id: 1, name: 'a' }], { formats: ['delta'] });

@@ -1,4 +1,4 @@
-import { invalidInput, unsupported } from '../../core/errors.ts';
+import { invalidInput, TwinlakeError, unsupported } from '../../core/errors.ts';
 import { newUuid } from '../../core/ids.ts';
 import type { Action, AddFile, CommitInfo, Metadata, RemoveFile } from '../../format/delta/actions.ts';
 import { fromDeltaSchema, protocolFor, toDeltaSchema } from '../../format/delta/schema.ts';
@@ -65,6 +65,26 @@ export async function writeDeltaOnly(ctx: TableContext, location: string, input:
   } finally {
     await prepared.dispose();
   }
+}
+
+/**
+ * Creates an empty Delta-only table: version 0 with its protocol and schema (column mapping
+ * `name`, field IDs as for any write), written create-only. A table already at `location` is an
+ * error, as creating an existing table is.
+ */
+export async function createDeltaOnly(ctx: TableContext, location: string, schema: StructType, opts: Omit<WriteOptions, 'mode' | 'schema'>): Promise<void> {
+  if (opts.partition) throw unsupported(`table ${identString(ctx.ident)}: partitioning a Delta-only table is not supported; keep Iceberg too (the default) to partition`);
+  const plan = planDeltaSchema(undefined, schema, { ...opts, schema });
+  const empty: EncodedFiles = { files: [], dataFiles: [], rows: 0, bytes: 0, schema: plan.schema };
+  const create: DeltaTableAction = {
+    async apply({ snapshot, nowMs }) {
+      if (snapshot) return { status: 'conflict', why: `table ${identString(ctx.ident)} already exists (Delta version ${snapshot.version} at ${location})` };
+      return { status: 'apply', actions: commitActions(undefined, plan, empty, 'append', nowMs, location, undefined) };
+    },
+  };
+  const outcome = await new DeltaTransaction(ctx, location, [create], { create: true, properties: opts.properties ?? {}, what: `delta: create ${identString(ctx.ident)}` }).commit();
+  if (outcome.status === 'conflict') throw new TwinlakeError('already-exists', outcome.error.message, { table: identString(ctx.ident) });
+  if (outcome.status !== 'committed') throw new Error(`delta: create of ${identString(ctx.ident)} ended ${outcome.status}`);
 }
 
 /** A Delta-only table's log as where a write commits: version N+1 create-only, then a checkpoint when due. */

@@ -1,4 +1,4 @@
-import { invalidInput, unsupported } from '../../core/errors.ts';
+import { invalidInput } from '../../core/errors.ts';
 import type { LoadTableResult } from '../../catalog/catalog.ts';
 import type { SchemaChange } from '../../format/iceberg/schema.ts';
 import { emptyStringPartition } from '../../format/dual/delta-partitioning.ts';
@@ -195,7 +195,6 @@ async function refuseEmptyIdentityStrings(ctx: TableContext, plan: SchemaPlan, w
 /** Creates an empty table (no snapshot); Delta version 0 records its creation. */
 export async function createTable(ctx: TableContext, schema: StructType, opts: Omit<WriteOptions, 'mode' | 'schema'>): Promise<TableMetadata> {
   const formats = parseFormats(opts.formats ?? ['iceberg', 'delta']);
-  if (!formats.includes('iceberg')) throw unsupported(`create ${identString(ctx.ident)}: an empty Delta-only table is created by its first write`);
   const plan = planSchema(ctx, undefined, schema, opts);
   // Exclusive: a table that exists is an error, as the catalog's createTable says.
   const created = committedOrThrow(await new Transaction(ctx, [], { create: plan.newTable!, exclusive: true }).commit());
