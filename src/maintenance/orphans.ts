@@ -1,4 +1,5 @@
 import { invalidInput } from '../core/errors.ts';
+import { versionOf } from '../table/read/metadata-locator.ts';
 import type { Table } from '../table/table.ts';
 import { below, reachableFiles, type ReachableFiles } from './reachable.ts';
 
@@ -111,13 +112,15 @@ export async function unreferencedFiles(table: Table, reachable: ReachableFiles)
     listed.push({ path, size: o.size, modified: o.modified });
   }
   const nestedTables = [...nested].sort();
+  const current = reachable.currentMetadata;
+  const currentVersion = current === undefined ? undefined : versionOf(current.slice(current.lastIndexOf('/') + 1));
   const files: OrphanFile[] = [];
   for (const o of listed) {
     if (keep.has(o.path)) continue;
     if (o.path.startsWith('_delta_log/')) continue;
     if (nestedTables.some((n) => o.path.startsWith(n))) continue;
     if (o.path === 'metadata/version-hint.text') continue;
-    const { kind, reason } = classify(o.path);
+    const { kind, reason } = classify(o.path, currentVersion);
     files.push({ path: o.path, kind, bytes: o.size, modified: o.modified, reason });
   }
   return { files, nestedTables };
@@ -138,12 +141,18 @@ function nestedTableRoot(path: string): string | undefined {
   return undefined;
 }
 
-const TEMP_NAME = /(^|\/)\.[^/]*\.[0-9a-f]{16}\.tmp$/;
-
-function classify(path: string): { kind: OrphanKind; reason: string } {
+/**
+ * What an unreferenced file is, by its name and folder. A local store never lists its own
+ * half-written temporary files (they are not objects); a `.tmp` another writer left is listed.
+ */
+function classify(path: string, currentVersion: number | undefined): { kind: OrphanKind; reason: string } {
   const name = path.slice(path.lastIndexOf('/') + 1);
-  if (TEMP_NAME.test(path) || name.endsWith('.tmp')) return { kind: 'staging', reason: 'stale staging file (a write that did not finish renaming it into place)' };
+  if (name.endsWith('.tmp')) return { kind: 'staging', reason: 'stale staging file (a write that did not finish moving it into place)' };
   if (path.startsWith('metadata/')) {
+    const version = name.endsWith('.metadata.json') ? versionOf(name) : undefined;
+    if (version !== undefined && currentVersion !== undefined && version > currentVersion) {
+      return { kind: 'staging', reason: 'metadata file of a commit that never became current (a write killed or beaten before its swap)' };
+    }
     if (name.endsWith('.metadata.json')) return { kind: 'metadata', reason: 'metadata file neither current nor in the metadata log' };
     if (name.startsWith('snap-') && name.endsWith('.avro')) return { kind: 'manifest-list', reason: 'manifest list no retained snapshot uses' };
     if (name.endsWith('.avro')) return { kind: 'manifest', reason: 'manifest no retained snapshot lists' };
