@@ -181,6 +181,16 @@ describe('orphan cleanup', () => {
       const doomed = new Set(dry.files.map((f) => f.path));
       for (const f of icebergOnly) expect(doomed.has(f), f).toBe(false);
 
+      // Iceberg's rule (delete what no snapshot's metadata reaches) would delete the Delta log and Delta's deletion vector files.
+      const icebergRefs = new Set<string>();
+      for (const s of (await t.metadata()).snapshots) {
+        for (const f of (await t.files({ snapshotId: s['snapshot-id'] })).files) for (const p of [f.path, ...f.deletes.map((d) => d.path!)]) icebergRefs.add(relative(dir, localPath(p)));
+      }
+      const icebergRule = listFiles(dir).filter((f) => !f.startsWith('metadata/') && !icebergRefs.has(f) && !planted.includes(f) && f !== recent);
+      expect(icebergRule.some((f) => f.startsWith('_delta_log/'))).toBe(true);
+      if (version === '3') expect(icebergRule.some((f) => /deletion_vector_.*\.bin$/.test(f))).toBe(true);
+      for (const f of icebergRule) expect(doomed.has(f), f).toBe(false);
+
       const result = await removeOrphans(t);
       expect(result.removed.files).toBe(planted.length);
       expect(result.removed.bytes).toBe(dry.removed.bytes);
