@@ -268,4 +268,20 @@ describe('orphan cleanup', () => {
     expect((await removeOrphans(t, { dryRun: true, now: Date.now() + 2 * DAY })).files.map((f) => f.path)).toEqual(['data/four-days.parquet', 'data/two-days.parquet']);
     expect((await removeOrphans(t, { dryRun: true, now: Date.now() + 0.5 * DAY })).files.map((f) => f.path)).toEqual(['data/four-days.parquet']);
   });
+
+  it('cleans a Delta-only table from its log alone', async () => {
+    const t = fx.lake.table('orph.delta_only');
+    await t.append([{ id: 1 }, { id: 2 }], { formats: ['delta'] });
+    await t.overwrite([{ id: 3 }]);
+    const dir = dirOf('orph.delta_only');
+    const data = listFiles(dir).filter((f) => f.endsWith('.parquet') && !f.startsWith('_delta_log/'));
+    expect(data.length).toBe(2);
+    await writeFile(join(dir, 'stray.parquet'), 'x');
+    await ageAll(dir, 10 * DAY);
+    const result = await removeOrphans(t);
+    expect(result.files.map((f) => f.path)).toEqual(['stray.parquet']);
+    for (const f of data) expect(existsSync(join(dir, f)), f).toBe(true);
+    expect(ids(await t.read({ format: 'delta', version: 0 }))).toEqual([1, 2]);
+    expect(ids(await t.read({ format: 'delta' }))).toEqual([3]);
+  });
 });
