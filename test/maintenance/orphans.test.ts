@@ -9,7 +9,7 @@ import { deletionVectorLocation } from '../../src/format/delta/deletion-vector.t
 import { fileUri, localPath } from '../../src/core/uri.ts';
 import { reachableFiles } from '../../src/maintenance/reachable.ts';
 import { removeOrphans } from '../../src/maintenance/orphans.ts';
-import { errorOf, listFiles } from '../helpers.ts';
+import { errorOf, listFiles, runWorker } from '../helpers.ts';
 import { lakehouseFixture } from '../lakehouse-fixture.ts';
 
 const DAY = 24 * 3600 * 1000;
@@ -283,5 +283,31 @@ describe('orphan cleanup', () => {
     for (const f of data) expect(existsSync(join(dir, f)), f).toBe(true);
     expect(ids(await t.read({ format: 'delta', version: 0 }))).toEqual([1, 2]);
     expect(ids(await t.read({ format: 'delta' }))).toEqual([3]);
+  });
+
+  it("removes what a writer killed mid-write left in the table, once it is past the window", async () => {
+    const name = 'orph.killed';
+    const t = fx.lake.table(name);
+    await t.append([{ id: 1, grp: 'a' }, { id: 2, grp: 'b' }], { partition: 'grp' });
+    const dir = dirOf(name);
+    const before = new Set(listFiles(dir));
+    const killed = await runWorker('killed-write-worker.ts', [fx.warehouse, name]);
+    expect(killed.stderr).not.toMatch(/not killed/);
+    expect(killed.code).not.toBe(0);
+    const left = listFiles(dir).filter((f) => !before.has(f)).sort();
+    // Its data file and its manifest and list: nothing committed them.
+    expect(left.some((f) => f.startsWith('data/') && f.endsWith('.parquet'))).toBe(true);
+    expect(left.some((f) => f.startsWith('metadata/') && f.endsWith('.avro'))).toBe(true);
+    expect(ids(await t.read())).toEqual([1, 2]);
+
+    // Young, it may still be a write in flight: kept.
+    expect((await removeOrphans(t, { dryRun: true })).files).toEqual([]);
+    for (const f of left) await age(join(dir, f), 4 * DAY);
+    const result = await removeOrphans(t);
+    expect(result.files.map((f) => f.path).sort()).toEqual(left);
+    expect(listFiles(dir).sort()).toEqual([...before].sort());
+    expect(ids(await t.read())).toEqual([1, 2]);
+    expect(ids(await t.read({ format: 'delta' }))).toEqual([1, 2]);
+    expect((await t.verify({ allVersions: true })).remaining).toEqual([]);
   });
 });
