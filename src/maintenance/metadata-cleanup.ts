@@ -134,9 +134,10 @@ async function supersededCheckpoints(table: Table, location: string, now: number
     if (next === undefined || v === named) continue;
     const needed = [...commits].some((c) => c >= v && c < next && c > fromZero);
     if (needed) continue;
-    for (const name of checkpoints.get(v)!) {
-      const modified = names.get(name) ?? now;
-      if (modified >= now - retentionMs) continue;
+    // The parts of a multi-part checkpoint go together or not at all.
+    const parts = checkpoints.get(v)!;
+    if (parts.some((name) => (names.get(name) ?? now) >= now - retentionMs)) continue;
+    for (const name of parts) {
       const size = (await store.head(`${prefixOf(key)}_delta_log/${name}`))?.size ?? 0;
       out.push({ path: `_delta_log/${name}`, kind: 'delta-checkpoint', bytes: size, reason: `checkpoint superseded by ${checkpointPath(next)}, older than the log retention` });
     }
