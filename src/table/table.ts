@@ -86,6 +86,11 @@ export interface TableDescription {
 export class Table {
   constructor(private readonly ctx: TableContext) {}
 
+  /** The table's catalog, store and engine, for the maintenance layer (src/maintenance/). */
+  get context(): TableContext {
+    return this.ctx;
+  }
+
   get name(): string {
     return identString(this.ctx.ident);
   }
