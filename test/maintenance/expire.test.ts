@@ -8,6 +8,7 @@ import { committedOrThrow, Transaction } from '../../src/table/commit/transactio
 import { expireSnapshots, type ExpireResult } from '../../src/maintenance/expire.ts';
 import { errorOf, listFiles, tempDir } from '../helpers.ts';
 import { duckdbIds, expectBothEqual, ids } from '../both-formats.ts';
+import { deltaFailingIO } from '../faults.ts';
 
 /**
  * Snapshot expiry with Delta log retention following it, on a table with a commit a day and a
@@ -226,5 +227,46 @@ describe('snapshot expiry', () => {
     expect(r.expiredSnapshots).toHaveLength(1);
     expect(r.delta).toBeUndefined();
     expect(ids(await t.read())).toEqual([1, 2]);
+  });
+});
+
+describe('snapshot expiry when the checkpoint cannot be written', () => {
+  const tmp = tempDir();
+  let failing = false;
+  const { io, stores } = deltaFailingIO(() => failing);
+  const clock = { t: T0, nowMs: () => clock.t };
+  let lake: Lakehouse;
+  beforeAll(async () => {
+    lake = await Lakehouse.open({ warehouse: tmp.path, io, clock, onWarning: () => {} });
+  });
+  afterAll(async () => {
+    await lake?.close();
+    tmp.cleanup();
+  });
+
+  test('removes no Delta log file until the checkpoint exists; the next run finishes the cut', async () => {
+    const t = lake.table('sales.faulty');
+    const rows = await dailyAppends({ clock } as ReturnType<typeof lakeWithClock>, t, 12);
+    const ids0 = [...rows.keys()];
+    clock.t = T0 + 12 * DAY;
+    const log = () => readdirSync(join(tmp.path, 'sales', 'faulty', '_delta_log')).sort();
+    const before = log();
+    failing = true;
+    const e = await errorOf(expireSnapshots(t));
+    failing = false;
+    expect(e.message).toMatch(/injected failure: putIfAbsent (.*\/)?00000000000000000006\.checkpoint\.parquet/);
+    expect([...stores.values()].some((s) => s.failures.length > 0)).toBe(true);
+    // Iceberg committed first; the Delta log is whole, every version still there.
+    expect((await t.metadata()).snapshots).toHaveLength(7);
+    expect(log()).toEqual(before);
+    await expectBothEqual(t, rows.get(ids0[11]!)!);
+
+    const r = await expireSnapshots(t);
+    expect(r.expiredSnapshots).toEqual([]);
+    expect(r.delta!.keptFromVersion).toBe(6);
+    expect(r.delta!.checkpoint).toEqual({ version: 6, file: checkpointPath(6), written: true });
+    expect(log()).not.toContain(commitPath(5).slice('_delta_log/'.length));
+    for (const id of ids0.slice(5)) expect(ids(await t.read({ snapshotId: id, format: 'delta' }))).toEqual(rows.get(id));
+    expect((await t.verify({ allVersions: true })).findings).toEqual([]);
   });
 });
