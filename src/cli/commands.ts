@@ -9,7 +9,7 @@ import { parseFormats, type RowChangeStrategy } from '../format/dual/table-prope
 import { parseTxnOption } from '../format/dual/write-txn.ts';
 import type { ReadOptions } from '../table/table.ts';
 import type { StructType } from '../format/iceberg/types.ts';
-import { formatTable, printAlter, printRegister, printDescription, printEngine, printFiles, printHistory, printTableSummaries, printVerify, printWriteResult } from './format.ts';
+import { formatTable, printAlter, printRegister, printDescription, printEngine, printFiles, printHistory, printTableSummaries, printVerify, printWriteResult, printMaintenance } from './format.ts';
 import { code as exitCode } from './exit-codes.ts';
 import { parseRowCount, runQuickstart } from './quickstart.ts';
 import { withProgress } from './progress.ts';
@@ -18,7 +18,8 @@ import { runConfig, type SettingOptions } from './settings.ts';
 import { openConfiguredLakehouse } from '../config/load-config.ts';
 import { qualifyTableName, tableDefaultsFor, type TableDefaults, type TwinlakeConfig } from '../config/resolve-config.ts';
 import { redact } from '../config/redact.ts';
-import { CONFIG_KEYS, TABLE_KEYS } from '../config/config-keys.ts';
+import { CONFIG_KEYS, parseDuration, TABLE_KEYS } from '../config/config-keys.ts';
+import { MAINTENANCE_OPERATIONS, runMaintenance } from '../maintenance/maintain.ts';
 import { Props } from '../format/dual/table-properties.ts';
 import { registerServerCommands } from './server-commands.ts';
 
@@ -293,6 +294,29 @@ export function registerCommands(program: Command): void {
         out(o.json ? stringifyJson(r, 2) : printVerify(r));
         if (!r.ok) process.exitCode = exitCode('drift');
       }, { readOnly: !o.repair });
+    });
+
+  command('maintain', 'twinlake maintain sales.orders --operation snapshot_expiry --retention 7d --dry-run', 'twinlake maintain sales.orders --operation full_maintenance --json')
+    .description(`run a maintenance operation: ${MAINTENANCE_OPERATIONS.join(', ')}`)
+    .argument('<table>', 'namespace.table')
+    .requiredOption('--operation <op>', MAINTENANCE_OPERATIONS.join(' | '))
+    .option('--retention <duration>', "snapshot_expiry: keep snapshots younger than this (7d, 36h, 2w); default the table's history.expire.max-snapshot-age-ms, else 7d")
+    .option('--dry-run', 'list what would be done, changing nothing')
+    .option('--json', 'print as JSON')
+    .action(async (table: string, o: { operation: string; retention?: string; dryRun?: boolean; json?: boolean }, cmd: Command) => {
+      let retention: number | undefined;
+      if (o.retention !== undefined) {
+        try {
+          retention = parseDuration(o.retention);
+        } catch {
+          throw invalidInput(`maintain: --retention expects a duration such as "7d", "36h" or "2w", found ${JSON.stringify(o.retention)}`);
+        }
+      }
+      await using(cmd, async (lake, config) => {
+        const name = tableName(config, table);
+        const r = await runMaintenance(lake.table(name), o.operation, { ...(retention !== undefined ? { retention } : {}), ...(o.dryRun ? { dryRun: true } : {}) });
+        out(o.json ? stringifyJson(r, 2) : printMaintenance(name, r));
+      }, { readOnly: o.dryRun === true });
     });
 
   command('history', 'twinlake history sales.orders --json')

@@ -11,6 +11,7 @@ import type { HistoryEntry, TableDescription } from '../table/table.ts';
 import type { VerifyResult } from '../table/manage/verify.ts';
 import type { WriteResult } from '../table/write/writer.ts';
 import { Props } from '../format/dual/table-properties.ts';
+import type { MaintenanceResult } from '../maintenance/maintain.ts';
 
 function cell(v: unknown): string {
   if (v === null || v === undefined) return 'NULL';
@@ -266,6 +267,32 @@ export function printVerify(r: VerifyResult): string {
     lines.push(`  ${f.kind}  ${where}`, `    expected ${f.expected}`, `    found    ${f.found}`);
     if (f.repaired) lines.push(`    repaired ${f.repaired}`);
     if (f.unrepairable) lines.push(`    cannot repair: ${f.unrepairable}`);
+  }
+  return lines.join('\n');
+}
+
+/** What a maintenance run did (or, with --dry-run, would do), one line per fact. */
+export function printMaintenance(table: string, r: MaintenanceResult): string {
+  const lines: string[] = [];
+  if (r.operation === 'full_maintenance') {
+    lines.push(`${table}: full_maintenance${r.dryRun ? ' (dry run)' : ''}`);
+    for (const s of r.steps) {
+      if (s.status === 'completed') lines.push(...printMaintenance(table, s.result).split('\n').map((l) => `  ${l}`));
+      else lines.push(`  ${s.operation}: ${s.status} (${s.reason})`);
+    }
+  } else if (r.operation === 'delta_checkpoint') {
+    lines.push(`${table}: delta_checkpoint ${r.dryRun ? 'would write' : 'wrote'} ${r.checkpoint} (delta version ${r.deltaVersion}${r.existed ? ', which was there already' : ''})`);
+  } else {
+    const days = (ms: number) => (ms % 86400e3 === 0 ? `${ms / 86400e3}d` : `${ms} ms`);
+    lines.push(`${table}: snapshot_expiry${r.dryRun ? ' (dry run)' : ''}: retention ${days(r.retentionMs)} (${r.retentionSource}), at least ${r.minSnapshotsToKeep} snapshot(s) kept, cutoff ${new Date(r.cutoffMs).toISOString()}`);
+    lines.push(`  ${r.dryRun ? 'would expire' : 'expired'} ${r.expiredSnapshots.length} snapshot(s)${r.expiredSnapshots.length ? `: ${r.expiredSnapshots.join(', ')}` : ''}`);
+    for (const k of r.kept) lines.push(`  kept ${k.snapshotId}  ${new Date(k.timestampMs).toISOString()}  ${k.reason}`);
+    if (r.delta) {
+      const cp = r.delta.checkpoint;
+      if (cp) lines.push(`  delta: ${cp.written ? 'wrote' : r.dryRun ? 'needs' : 'kept'} checkpoint ${cp.file}`);
+      lines.push(`  delta: ${r.dryRun ? 'would remove' : 'removed'} ${r.delta.removedLogFiles.length} log file(s) before version ${r.delta.keptFromVersion ?? '(none)'}, ${formatBytes(r.bytesFreed)}`);
+    }
+    lines.push(`  ${r.note}`);
   }
   return lines.join('\n');
 }

@@ -5,15 +5,15 @@ import { resolve } from 'node:path';
 import type { Lakehouse } from '../table/lakehouse.ts';
 import type { ReadOptions, TableDescription } from '../table/table.ts';
 import { exportScan } from '../table/read/reader.ts';
-import { writeDeltaCheckpoint } from '../table/delta/delta-checkpoint.ts';
 import { deltaHistory, deltaVersionOfSnapshot, icebergSnapshotOf, latestDeltaVersion } from '../table/delta/delta-log.ts';
 import { ancestors, currentSnapshot } from '../format/iceberg/table-metadata.ts';
 import { deltaVersionOf, OPERATION_KEY } from '../format/dual/summary-keys.ts';
-import { checkpointPath } from '../format/delta/actions.ts';
 import { parseFormats } from '../format/dual/table-properties.ts';
 import type { StructType } from '../format/iceberg/types.ts';
 import { redact } from '../config/redact.ts';
 import { HttpError } from './http-errors.ts';
+import { MAINTENANCE_OPERATIONS, runMaintenance, type MaintenanceOperation } from '../maintenance/maintain.ts';
+import { parseDuration } from '../config/config-keys.ts';
 import { TableIndex } from './table-index.ts';
 
 export interface ManagementOptions {
@@ -34,7 +34,18 @@ export const API_PROPS = {
   targetFileSize: 'write.target-file-size-bytes',
 } as const;
 
-const MAINTENANCE = ['snapshot_expiry', 'orphan_cleanup', 'compaction', 'metadata_cleanup', 'delta_checkpoint', 'full_maintenance'] as const;
+/** A maintenance body's retention: a duration ("7d") or milliseconds. */
+function retentionMs(value: string | number): number {
+  if (typeof value === 'number') {
+    if (value < 0) throw new HttpError(400, `maintenance: retention expects a duration such as "7d" or milliseconds, found ${value}`);
+    return value;
+  }
+  try {
+    return parseDuration(value);
+  } catch {
+    throw new HttpError(400, `maintenance: retention expects a duration such as "7d", "36h" or "2w", found ${JSON.stringify(value)}`);
+  }
+}
 
 const tableIdParams = { type: 'object', required: ['tableId'], properties: { tableId: { type: 'string', minLength: 1, description: "the table's UUID (Iceberg table-uuid; the Delta log's id for a Delta-only table)" } } } as const;
 
@@ -276,27 +287,28 @@ export const managementRoutes: FastifyPluginAsync<ManagementOptions> = async (ap
     return { tableId: request.params.tableId, commits, nextCursor: chain[start + limit] ? String(chain[start + limit]!['snapshot-id']) : null };
   });
 
-  app.post<{ Params: { tableId: string }; Body: { operation: (typeof MAINTENANCE)[number] } }>(`${base}/:tableId/maintenance`, {
+  app.post<{ Params: { tableId: string }; Body: { operation: MaintenanceOperation; retention?: string | number; dryRun?: boolean } }>(`${base}/:tableId/maintenance`, {
     config: { scope: 'admin' },
     schema: {
-      summary: 'Run a maintenance operation (delta_checkpoint today; the others answer 501)',
+      summary: 'Run a maintenance operation (those not built yet answer 501)',
       params: tableIdParams,
-      body: { type: 'object', additionalProperties: false, required: ['operation'], properties: { operation: { type: 'string', enum: [...MAINTENANCE] } } },
+      body: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['operation'],
+        properties: {
+          operation: { type: 'string', enum: [...MAINTENANCE_OPERATIONS] },
+          retention: { anyOf: [{ type: 'string', minLength: 1 }, { type: 'integer', minimum: 0 }], description: 'snapshot_expiry: keep snapshots younger than this ("7d", "36h", or milliseconds); default the table\'s history.expire.max-snapshot-age-ms, else 7 days' },
+          dryRun: { type: 'boolean', description: 'list what would be done, changing nothing' },
+        },
+      },
     },
   }, async (request) => {
-    const { operation } = request.body;
-    const { name, table } = await index.resolve(request.params.tableId);
-    if (operation !== 'delta_checkpoint') {
-      throw new HttpError(501, `maintenance: ${operation} is not implemented yet (snapshot expiry, orphan cleanup, compaction and metadata cleanup come with the maintenance work); delta_checkpoint is available`);
-    }
-    const d = await table.describe();
-    if (!d.formats.includes('delta')) throw new HttpError(400, `maintenance: delta_checkpoint needs a Delta table; ${name} keeps only ${d.formats.join(', ')}`);
-    const { store, key } = lake.io.storeAt(d.location);
-    const version = await latestDeltaVersion(store, key);
-    if (version === undefined) throw new HttpError(400, `maintenance: ${name} has no Delta version to checkpoint yet`);
-    const started = performance.now();
-    await writeDeltaCheckpoint({ io: lake.io, session: () => lake.session() }, d.location, version);
-    return { tableId: request.params.tableId, operation, status: 'completed', deltaVersion: version, checkpoint: checkpointPath(version), durationMs: Math.round(performance.now() - started) };
+    const { operation, retention, dryRun } = request.body;
+    const { table } = await index.resolve(request.params.tableId);
+    const result = await runMaintenance(table, operation, { ...(retention !== undefined ? { retention: retentionMs(retention) } : {}), ...(dryRun !== undefined ? { dryRun } : {}) });
+    // Snapshot IDs are 64-bit: strings, as the other routes give them.
+    return JSON.parse(JSON.stringify({ tableId: request.params.tableId, status: 'completed', ...result }, (_, v: unknown) => (typeof v === 'bigint' ? String(v) : v)));
   });
 
   app.get<{ Params: { tableId: string } }>(`${base}/:tableId/schema`, {

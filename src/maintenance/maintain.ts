@@ -1,0 +1,109 @@
+import { invalidInput, isTwinlakeError, unsupported } from '../core/errors.ts';
+import { checkpointPath } from '../format/delta/actions.ts';
+import { writeDeltaCheckpoint } from '../table/delta/delta-checkpoint.ts';
+import { latestDeltaVersion } from '../table/delta/delta-log.ts';
+import type { Table } from '../table/table.ts';
+import { expireSnapshots, type ExpireOptions, type ExpireResult } from './expire.ts';
+
+/** The seed's maintenance operations, as the API and `twinlake maintain --operation` name them. */
+export const MAINTENANCE_OPERATIONS = ['snapshot_expiry', 'orphan_cleanup', 'compaction', 'metadata_cleanup', 'delta_checkpoint', 'full_maintenance'] as const;
+export type MaintenanceOperation = (typeof MAINTENANCE_OPERATIONS)[number];
+
+/** What every operation accepts; each reads the options it knows. */
+export interface MaintenanceOptions extends ExpireOptions {}
+
+export interface DeltaCheckpointResult {
+  operation: 'delta_checkpoint';
+  dryRun: boolean;
+  /** The version checkpointed (or, with dryRun, that would be). */
+  deltaVersion: number;
+  checkpoint: string;
+  /** The checkpoint was there already (it is written again only when missing: a repair). */
+  existed: boolean;
+}
+
+/** One step of full_maintenance: its result, or why it did not run. */
+export type MaintenanceStep =
+  | { operation: MaintenanceOperation; status: 'completed'; result: MaintenanceResult }
+  | { operation: MaintenanceOperation; status: 'not-built' | 'skipped'; reason: string };
+
+export interface FullMaintenanceResult {
+  operation: 'full_maintenance';
+  dryRun: boolean;
+  steps: MaintenanceStep[];
+}
+
+export type MaintenanceResult = (ExpireResult | DeltaCheckpointResult | FullMaintenanceResult) & { durationMs?: number };
+
+type Runner = (table: Table, opts: MaintenanceOptions) => Promise<MaintenanceResult>;
+
+/**
+ * Every single operation, in one place. `undefined` is an operation not built yet; each is
+ * wired here when it lands: compaction → `compact` (compact.ts), metadata_cleanup →
+ * `cleanMetadata` (metadata-cleanup.ts), orphan_cleanup → `removeOrphans` (orphans.ts).
+ */
+const OPERATIONS: Record<Exclude<MaintenanceOperation, 'full_maintenance'>, Runner | undefined> = {
+  snapshot_expiry: expireSnapshots,
+  delta_checkpoint: deltaCheckpoint,
+  compaction: undefined,
+  metadata_cleanup: undefined,
+  orphan_cleanup: undefined,
+};
+
+/**
+ * full_maintenance's safe order (issue 13): rewrite first, then expire what the rewrite
+ * replaced, checkpoint the log expiry cut, and only then delete files — data files before the
+ * metadata that last named them goes, and nothing a retained snapshot or version still names.
+ */
+export const FULL_MAINTENANCE_ORDER = ['compaction', 'snapshot_expiry', 'delta_checkpoint', 'metadata_cleanup', 'orphan_cleanup'] as const;
+
+/** Runs one maintenance operation on a table; the result says what it did. */
+export async function runMaintenance(table: Table, operation: string, opts: MaintenanceOptions = {}): Promise<MaintenanceResult> {
+  if (!(MAINTENANCE_OPERATIONS as readonly string[]).includes(operation)) {
+    throw invalidInput(`maintenance: expected an operation of ${MAINTENANCE_OPERATIONS.join(', ')}, found ${JSON.stringify(operation)}`);
+  }
+  const started = performance.now();
+  const result = operation === 'full_maintenance' ? await fullMaintenance(table, opts) : await runOne(table, operation as keyof typeof OPERATIONS, opts);
+  return { ...result, durationMs: Math.round(performance.now() - started) };
+}
+
+function runOne(table: Table, operation: keyof typeof OPERATIONS, opts: MaintenanceOptions): Promise<MaintenanceResult> {
+  const run = OPERATIONS[operation];
+  if (!run) throw unsupported(`maintenance: ${operation} is not implemented yet; available: ${available().join(', ')}`);
+  return run(table, opts);
+}
+
+const available = () => [...Object.entries(OPERATIONS).filter(([, r]) => r).map(([name]) => name), 'full_maintenance'];
+
+async function fullMaintenance(table: Table, opts: MaintenanceOptions): Promise<FullMaintenanceResult> {
+  const steps: MaintenanceStep[] = [];
+  for (const operation of FULL_MAINTENANCE_ORDER) {
+    if (!OPERATIONS[operation]) {
+      steps.push({ operation, status: 'not-built', reason: `${operation} is not implemented yet` });
+      continue;
+    }
+    try {
+      steps.push({ operation, status: 'completed', result: await runOne(table, operation, opts) });
+    } catch (e) {
+      // A table without Delta has no log to checkpoint: the other steps still apply.
+      if (operation === 'delta_checkpoint' && isTwinlakeError(e, 'invalid-input')) steps.push({ operation, status: 'skipped', reason: e.message });
+      else throw e;
+    }
+  }
+  return { operation: 'full_maintenance', dryRun: opts.dryRun === true, steps };
+}
+
+/** A checkpoint of the newest Delta version now, with `_last_checkpoint` (PROTOCOL.md §Checkpoints). */
+async function deltaCheckpoint(table: Table, opts: MaintenanceOptions): Promise<DeltaCheckpointResult> {
+  const d = await table.describe();
+  if (!d.formats.includes('delta')) throw invalidInput(`maintenance: delta_checkpoint needs a Delta table; ${table.name} keeps only ${d.formats.join(', ')}`);
+  const ctx = table.context;
+  const { store, key } = ctx.io.storeAt(d.location);
+  const deltaVersion = await latestDeltaVersion(store, key);
+  if (deltaVersion === undefined) throw invalidInput(`maintenance: delta_checkpoint of ${table.name}: expected a Delta version to checkpoint, found none yet`);
+  const checkpoint = checkpointPath(deltaVersion);
+  const existed = (await store.head(`${key === '' ? '' : `${key.replace(/\/+$/, '')}/`}${checkpoint}`)) !== undefined;
+  // Written again when there: the checkpoint is create-only, and `_last_checkpoint` is repaired.
+  if (!opts.dryRun) await writeDeltaCheckpoint(ctx, d.location, deltaVersion);
+  return { operation: 'delta_checkpoint', dryRun: opts.dryRun === true, deltaVersion, checkpoint, existed };
+}
