@@ -301,20 +301,23 @@ export function registerCommands(program: Command): void {
     .argument('<table>', 'namespace.table')
     .requiredOption('--operation <op>', MAINTENANCE_OPERATIONS.join(' | '))
     .option('--retention <duration>', "snapshot_expiry: keep snapshots younger than this (7d, 36h, 2w); default the table's history.expire.max-snapshot-age-ms, else 7d")
+    .option('--older-than <duration>', 'orphan_cleanup, metadata_cleanup: only files older than this (default 3d for orphans, 1h for metadata; at least 1h)')
     .option('--dry-run', 'list what would be done, changing nothing')
     .option('--json', 'print as JSON')
-    .action(async (table: string, o: { operation: string; retention?: string; dryRun?: boolean; json?: boolean }, cmd: Command) => {
-      let retention: number | undefined;
-      if (o.retention !== undefined) {
+    .action(async (table: string, o: { operation: string; retention?: string; olderThan?: string; dryRun?: boolean; json?: boolean }, cmd: Command) => {
+      const duration = (value: string | undefined, flag: string): number | undefined => {
+        if (value === undefined) return undefined;
         try {
-          retention = parseDuration(o.retention);
+          return parseDuration(value);
         } catch {
-          throw invalidInput(`maintain: --retention expects a duration such as "7d", "36h" or "2w", found ${JSON.stringify(o.retention)}`);
+          throw invalidInput(`maintain: ${flag} expects a duration such as "7d", "36h" or "2w", found ${JSON.stringify(value)}`);
         }
-      }
+      };
+      const retention = duration(o.retention, '--retention');
+      const olderThan = duration(o.olderThan, '--older-than');
       await using(cmd, async (lake, config) => {
         const name = tableName(config, table);
-        const r = await runMaintenance(lake.table(name), o.operation, { ...(retention !== undefined ? { retention } : {}), ...(o.dryRun ? { dryRun: true } : {}) });
+        const r = await runMaintenance(lake.table(name), o.operation, { ...(retention !== undefined ? { retention } : {}), ...(olderThan !== undefined ? { olderThan } : {}), ...(o.dryRun ? { dryRun: true } : {}) });
         out(o.json ? stringifyJson(r, 2) : printMaintenance(name, r));
       }, { readOnly: o.dryRun === true });
     });

@@ -280,6 +280,11 @@ export function printMaintenance(table: string, r: MaintenanceResult): string {
       if (s.status === 'completed') lines.push(...printMaintenance(table, s.result).split('\n').map((l) => `  ${l}`));
       else lines.push(`  ${s.operation}: ${s.status} (${s.reason})`);
     }
+  } else if (r.operation === 'orphan_cleanup' || r.operation === 'metadata_cleanup') {
+    lines.push(`${table}: ${r.operation}${r.dryRun ? ' (dry run)' : ''}: ${r.dryRun ? 'would remove' : 'removed'} ${r.removed.files} file(s), ${formatBytes(r.removed.bytes)}`);
+    for (const [kind, n] of Object.entries(r.byKind)) lines.push(`  ${kind}: ${n!.files} file(s), ${formatBytes(n!.bytes)}`);
+    for (const f of r.files) lines.push(`  ${f.path}  ${f.reason}`);
+    if (r.operation === 'orphan_cleanup' && r.keptRecent > 0) lines.push(`  kept ${r.keptRecent} unreferenced file(s) younger than ${Math.round(r.olderThan / 3600e3)} h (a write may still be using them)`);
   } else if (r.operation === 'delta_checkpoint') {
     lines.push(`${table}: delta_checkpoint ${r.dryRun ? 'would write' : 'wrote'} ${r.checkpoint} (delta version ${r.deltaVersion}${r.existed ? ', which was there already' : ''})`);
   } else {

@@ -4,13 +4,18 @@ import { writeDeltaCheckpoint } from '../table/delta/delta-checkpoint.ts';
 import { latestDeltaVersion } from '../table/delta/delta-log.ts';
 import type { Table } from '../table/table.ts';
 import { expireSnapshots, type ExpireOptions, type ExpireResult } from './expire.ts';
+import { cleanMetadata, type CleanMetadataResult } from './metadata-cleanup.ts';
+import { removeOrphans, type RemoveOrphansResult } from './orphans.ts';
 
 /** The seed's maintenance operations, as the API and `twinlake maintain --operation` name them. */
 export const MAINTENANCE_OPERATIONS = ['snapshot_expiry', 'orphan_cleanup', 'compaction', 'metadata_cleanup', 'delta_checkpoint', 'full_maintenance'] as const;
 export type MaintenanceOperation = (typeof MAINTENANCE_OPERATIONS)[number];
 
 /** What every operation accepts; each reads the options it knows. */
-export interface MaintenanceOptions extends ExpireOptions {}
+export interface MaintenanceOptions extends ExpireOptions {
+  /** orphan_cleanup and metadata_cleanup: only files last modified longer ago than this (ms). */
+  olderThan?: number;
+}
 
 export interface DeltaCheckpointResult {
   operation: 'delta_checkpoint';
@@ -33,21 +38,26 @@ export interface FullMaintenanceResult {
   steps: MaintenanceStep[];
 }
 
-export type MaintenanceResult = (ExpireResult | DeltaCheckpointResult | FullMaintenanceResult) & { durationMs?: number };
+export type MaintenanceResult = (
+  | ExpireResult
+  | DeltaCheckpointResult
+  | ({ operation: 'orphan_cleanup' } & RemoveOrphansResult)
+  | ({ operation: 'metadata_cleanup' } & CleanMetadataResult)
+  | FullMaintenanceResult
+) & { durationMs?: number };
 
 type Runner = (table: Table, opts: MaintenanceOptions) => Promise<MaintenanceResult>;
 
 /**
- * Every single operation, in one place. `undefined` is an operation not built yet; each is
- * wired here when it lands: compaction → `compact` (compact.ts), metadata_cleanup →
- * `cleanMetadata` (metadata-cleanup.ts), orphan_cleanup → `removeOrphans` (orphans.ts).
+ * Every single operation, in one place. `undefined` is an operation not built yet: compaction →
+ * `compact` (compact.ts) is wired here when it lands.
  */
 const OPERATIONS: Record<Exclude<MaintenanceOperation, 'full_maintenance'>, Runner | undefined> = {
   snapshot_expiry: expireSnapshots,
   delta_checkpoint: deltaCheckpoint,
   compaction: undefined,
-  metadata_cleanup: undefined,
-  orphan_cleanup: undefined,
+  metadata_cleanup: async (table, opts) => ({ operation: 'metadata_cleanup', ...(await cleanMetadata(table, opts)) }),
+  orphan_cleanup: async (table, opts) => ({ operation: 'orphan_cleanup', ...(await removeOrphans(table, opts)) }),
 };
 
 /**

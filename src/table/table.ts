@@ -95,11 +95,6 @@ export class Table {
     return identString(this.ctx.ident);
   }
 
-  /** What maintenance (src/maintenance/) works through: the table's catalog, storage and clock. */
-  get context(): TableContext {
-    return this.ctx;
-  }
-
   /** Adds records (or a file, or a stream) to the table, creating it on the first write. */
   append(input: WriteInput, opts: Omit<WriteOptions, 'mode'> = {}): Promise<WriteResult> {
     return this.write(input, { ...opts, mode: 'append' });
