@@ -19,7 +19,7 @@ import { identString, warningLog, type TableContext } from '../table/table-conte
 import { encodeFrom, type EncodedFiles } from '../table/write/batch.ts';
 import { discardUncommitted } from '../table/write/interrupt.ts';
 import { planSchema, type SchemaPlan } from '../table/write/schema-plan.ts';
-import { zorderSql } from './zorder.ts';
+import { zorderColumns, zorderSql } from './zorder.ts';
 
 /**
  * Compaction: per partition of the current spec, the small files (and, to sort or Z-order, every
@@ -126,11 +126,12 @@ export async function compact(table: Table, opts: CompactOptions = {}): Promise<
           target = opts.targetFileSize ?? intProp(metadata.properties, Props.targetFileSize, DEFAULT_TARGET_FILE_SIZE);
           beforeSnapshot = snapshot?.['snapshot-id'];
         }
-        if (!snapshot) return { result: empty(opts.dryRun === true) };
         const schema = currentSchema(metadata);
         for (const c of [...(opts.sort ?? []), ...(opts.zorder ?? [])]) {
           if (!schema.fields.some((f) => f.name === c)) throw invalidInput(`compact: column ${c} is not in table ${what} (columns: ${schema.fields.map((f) => f.name).join(', ')})`);
         }
+        if (opts.zorder?.length) zorderColumns(schema, opts.zorder);
+        if (!snapshot) return { result: empty(opts.dryRun === true) };
         const plan = planSchema(ctx, metadata, schema, {});
         requireSameNames(plan);
         const live = await liveFiles(ctx.io, metadata, snapshot);

@@ -12,19 +12,7 @@ import { zorderKey, zorderKindOf, type ZOrderKind } from '../format/zorder.ts';
  * encodes: integers, dates (days) and timestamps (microseconds) as BIGINT, strings as VARCHAR.
  */
 export function zorderSql(session: DuckDBSession, schema: Schema, columns: readonly string[]): string {
-  if (columns.length === 0) throw invalidInput('compact: zorder needs at least one column');
-  const kinds: ZOrderKind[] = [];
-  const args: string[] = [];
-  for (const name of columns) {
-    const field = schema.fields.find((f) => f.name === name);
-    if (!field) throw invalidInput(`compact: zorder column ${name} is not in the table (columns: ${schema.fields.map((f) => f.name).join(', ')})`);
-    const type = typeof field.type === 'string' ? field.type : field.type.type;
-    const kind = zorderKindOf(type);
-    if (!kind) throw invalidInput(`compact: zorder column ${name} has the type ${type}; Z-order encodes int, long, date, timestamp, timestamptz and string columns`);
-    kinds.push(kind);
-    const col = quoteIdent(name);
-    args.push(kind === 'string' ? col : type === 'date' ? `CAST(date_diff('day', DATE '1970-01-01', ${col}) AS BIGINT)` : type.startsWith('timestamp') ? `epoch_us(${col})` : `CAST(${col} AS BIGINT)`);
-  }
+  const { kinds, args } = zorderColumns(schema, columns);
   const signature = kinds.map((k) => (k === 'string' ? 's' : 'i')).join('');
   const fn = `tl_zorder_${signature}`;
   session.registerOnce(`zorder-${signature}`, (connection) => {
@@ -47,4 +35,22 @@ export function zorderSql(session: DuckDBSession, schema: Schema, columns: reado
     );
   });
   return `${fn}(${args.join(', ')})`;
+}
+
+/** Each column's Z-order kind and the SQL that hands its value to the key function; refuses what Z-order cannot encode. */
+export function zorderColumns(schema: Schema, columns: readonly string[]): { kinds: ZOrderKind[]; args: string[] } {
+  if (columns.length === 0) throw invalidInput('compact: zorder needs at least one column');
+  const kinds: ZOrderKind[] = [];
+  const args: string[] = [];
+  for (const name of columns) {
+    const field = schema.fields.find((f) => f.name === name);
+    if (!field) throw invalidInput(`compact: zorder column ${name} is not in the table (columns: ${schema.fields.map((f) => f.name).join(', ')})`);
+    const type = typeof field.type === 'string' ? field.type : field.type.type;
+    const kind = zorderKindOf(type);
+    if (!kind) throw invalidInput(`compact: zorder column ${name} has the type ${type}; Z-order encodes int, long, date, timestamp, timestamptz and string columns`);
+    kinds.push(kind);
+    const col = quoteIdent(name);
+    args.push(kind === 'string' ? col : type === 'date' ? `CAST(date_diff('day', DATE '1970-01-01', ${col}) AS BIGINT)` : type.startsWith('timestamp') ? `epoch_us(${col})` : `CAST(${col} AS BIGINT)`);
+  }
+  return { kinds, args };
 }
