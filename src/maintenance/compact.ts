@@ -111,7 +111,7 @@ export async function compact(table: Table, opts: CompactOptions = {}): Promise<
   let target = 0;
   const empty = (dryRun: boolean, groups: Group[] = []): CompactResult => ({
     table: what, dryRun, targetFileSize: target, filesBefore, filesAfter: filesBefore,
-    groups: groups.length, groupsRewritten: 0, groupsSkipped: skipped,
+    groups: groups.length + skipped, groupsRewritten: 0, groupsSkipped: skipped,
     filesRewritten: dryRun ? groups.reduce((a, g) => a + g.files.length, 0) : 0,
     bytesRewritten: dryRun ? groups.reduce((a, g) => a + g.bytes, 0) : 0,
     filesAdded: 0, bytesAdded: 0, rows: 0, deletedRowsRemoved: 0, deleteFilesRemoved: 0, warnings: log.warnings,
@@ -186,9 +186,8 @@ export async function compact(table: Table, opts: CompactOptions = {}): Promise<
             files: written.flatMap((w) => w.files),
             actions: [updateSchema(ctx, plan), replaceFiles(ctx, { removeFiles: new Set(rewritten.map((f) => f['file-path'])), added, ...(rowDeletes ? { rowDeletes } : {}) })],
             done: (c) => ({
-              ...empty(false),
+              ...empty(false, groups),
               filesAfter: filesBefore - rewritten.length + added.length,
-              groups: groups.length + skipped,
               groupsRewritten: groups.length,
               filesRewritten: rewritten.length,
               bytesRewritten: rewritten.reduce((a, f) => a + f['file-size-in-bytes'], 0),
