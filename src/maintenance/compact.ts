@@ -55,7 +55,7 @@ export interface CompactResult {
   table: string;
   dryRun: boolean;
   targetFileSize: number;
-  /** Live data files before and after (after = before for a dry run). */
+  /** Live data files before, and after as this compaction left them (files others committed meanwhile not counted; after = before for a dry run). */
   filesBefore: number;
   filesAfter: number;
   /** Groups planned, rewritten, and skipped because a concurrent commit changed their files. */
@@ -210,11 +210,14 @@ export async function compact(table: Table, opts: CompactOptions = {}): Promise<
   }
 }
 
-/** Whether a data file has row-level deletes (a delete file that may apply to it by scope). */
+/**
+ * Whether a delete file may apply to a data file by its scope (one naming the file, or one of its
+ * partition); which rows it removes is read only for the files chosen.
+ */
 function hasDeletes(metadata: TableMetadata, live: LiveFiles, f: DataFile): boolean {
   if (live.deletes.length === 0 || metadata['format-version'] < 2) return false;
   const p = partitionIdentity(f);
-  return live.deletes.some((d) => (d['referenced-data-file'] !== undefined ? d['referenced-data-file'] === f['file-path'] : partitionIdentity(d) === p || d['spec-id'] !== f['spec-id']));
+  return live.deletes.some((d) => (d['referenced-data-file'] !== undefined ? d['referenced-data-file'] === f['file-path'] : partitionIdentity(d) === p));
 }
 
 function signatureOf(d: ExistingDeletes | undefined): string {
