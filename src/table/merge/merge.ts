@@ -75,7 +75,7 @@ const POS = 'file_row_number';
  * The temp tables of one merge or delete. Operations on other tables of the lakehouse share the
  * DuckDB session, so each operation names its own and drops them when it ends.
  */
-interface Scratch {
+export interface Scratch {
   /** The staged, deduplicated batch (merges). */
   batch: string;
   /** Positions already deleted in the candidate files. */
@@ -86,12 +86,12 @@ interface Scratch {
   lineage: string;
 }
 
-function scratchTables(): Scratch {
+export function scratchTables(): Scratch {
   const id = newUuid().replace(/-/g, '');
   return { batch: `__tl_batch_${id}`, deleted: `__tl_deleted_${id}`, hits: `__tl_hits_${id}`, lineage: `__tl_lineage_${id}` };
 }
 
-async function dropScratch(ctx: TableContext, t: Scratch): Promise<void> {
+export async function dropScratch(ctx: TableContext, t: Scratch): Promise<void> {
   const session = await ctx.session();
   for (const name of Object.values(t)) await session.run(`DROP TABLE IF EXISTS ${name}`).catch(() => undefined);
 }
@@ -358,7 +358,7 @@ function checkKeys(keys: string[], struct: StructType, where: string): void {
 }
 
 /** The merge reads and writes rows by column name, so physical names must be the logical ones. */
-function requireSameNames(plan: SchemaPlan): void {
+export function requireSameNames(plan: SchemaPlan): void {
   const walk = (fields: StructType['fields']) => {
     for (const f of fields) {
       if ((plan.physicalNames.get(f.id) ?? f.name) !== f.name) {
@@ -375,7 +375,7 @@ function requireSameNames(plan: SchemaPlan): void {
  * columns), with the file and row position of each; rows already deleted (deletion vectors,
  * position deletes) are left out.
  */
-interface LiveRows {
+export interface LiveRows {
   existing: Map<string, ExistingDeletes>;
   /** Every column plus the file and position. */
   positions(files: DataFile[]): string;
@@ -392,7 +392,7 @@ interface LiveRows {
 
 const [ROW_ID, LAST_UPDATED] = ROW_LINEAGE_FIELDS.map((f) => f.name) as [string, string];
 
-async function liveRows(
+export async function liveRows(
   ctx: TableContext,
   t: Scratch,
   metadata: TableMetadata | undefined,
@@ -505,10 +505,10 @@ async function candidateFiles(ctx: TableContext, t: Scratch, metadata: TableMeta
   return liveFiles(ctx.io, metadata, snapshot, { filter, schema, explain: emptyExplain() });
 }
 
-type LiveFiles = Awaited<ReturnType<typeof liveFiles>>;
+export type LiveFiles = Awaited<ReturnType<typeof liveFiles>>;
 
 /** The files of `live` the engine opens: data files and position delete files (vectors are read through the FileIO). */
-function engineReadFiles(live: LiveFiles): string[] {
+export function engineReadFiles(live: LiveFiles): string[] {
   return [...live.data, ...live.deletes.filter((d) => d.content === 1 && d['file-format'] === 'PARQUET')].map((f) => f['file-path']);
 }
 
