@@ -18,7 +18,7 @@ import { runConfig, type SettingOptions } from './settings.ts';
 import { openConfiguredLakehouse } from '../config/load-config.ts';
 import { qualifyTableName, tableDefaultsFor, type TableDefaults, type TwinlakeConfig } from '../config/resolve-config.ts';
 import { redact } from '../config/redact.ts';
-import { CONFIG_KEYS, parseDuration, TABLE_KEYS } from '../config/config-keys.ts';
+import { CONFIG_KEYS, parseDuration, parseSize, TABLE_KEYS } from '../config/config-keys.ts';
 import { MAINTENANCE_OPERATIONS, runMaintenance } from '../maintenance/maintain.ts';
 import { Props } from '../format/dual/table-properties.ts';
 import { registerServerCommands } from './server-commands.ts';
@@ -301,10 +301,14 @@ export function registerCommands(program: Command): void {
     .argument('<table>', 'namespace.table')
     .requiredOption('--operation <op>', MAINTENANCE_OPERATIONS.join(' | '))
     .option('--retention <duration>', "snapshot_expiry: keep snapshots younger than this (7d, 36h, 2w); default the table's history.expire.max-snapshot-age-ms, else 7d")
+    .option('--sort <columns>', 'compaction: write each group sorted by these columns (comma-separated)')
+    .option('--zorder <columns>', 'compaction: write each group in Z-order of these columns (comma-separated)')
+    .option('--target-file-size <bytes>', "compaction: the file size to aim for (512MB, 128MiB); default the table's write.target-file-size-bytes, else 128 MiB")
+    .option('--explain <filter>', 'compaction: report the files this filter scans before and after')
     .option('--older-than <duration>', 'orphan_cleanup, metadata_cleanup: only files older than this (default 3d for orphans, 1h for metadata; at least 1h)')
     .option('--dry-run', 'list what would be done, changing nothing')
     .option('--json', 'print as JSON')
-    .action(async (table: string, o: { operation: string; retention?: string; olderThan?: string; dryRun?: boolean; json?: boolean }, cmd: Command) => {
+    .action(async (table: string, o: { operation: string; retention?: string; olderThan?: string; sort?: string; zorder?: string; targetFileSize?: string; explain?: string; dryRun?: boolean; json?: boolean }, cmd: Command) => {
       const duration = (value: string | undefined, flag: string): number | undefined => {
         if (value === undefined) return undefined;
         try {
@@ -313,11 +317,27 @@ export function registerCommands(program: Command): void {
           throw invalidInput(`maintain: ${flag} expects a duration such as "7d", "36h" or "2w", found ${JSON.stringify(value)}`);
         }
       };
+      const size = (value: string, flag: string): number => {
+        try {
+          return parseSize(value, false);
+        } catch {
+          throw invalidInput(`maintain: ${flag} expects a size such as "128MiB" or "512MB", found ${JSON.stringify(value)}`);
+        }
+      };
       const retention = duration(o.retention, '--retention');
       const olderThan = duration(o.olderThan, '--older-than');
       await using(cmd, async (lake, config) => {
         const name = tableName(config, table);
-        const r = await runMaintenance(lake.table(name), o.operation, { ...(retention !== undefined ? { retention } : {}), ...(olderThan !== undefined ? { olderThan } : {}), ...(o.dryRun ? { dryRun: true } : {}) });
+        const columns = (v: string | undefined) => v?.split(',').map((c) => c.trim()).filter((c) => c !== '');
+        const r = await runMaintenance(lake.table(name), o.operation, {
+          ...(retention !== undefined ? { retention } : {}),
+          ...(olderThan !== undefined ? { olderThan } : {}),
+          ...(o.sort !== undefined ? { sort: columns(o.sort) } : {}),
+          ...(o.zorder !== undefined ? { zorder: columns(o.zorder) } : {}),
+          ...(o.targetFileSize !== undefined ? { targetFileSize: size(o.targetFileSize, '--target-file-size') } : {}),
+          ...(o.explain !== undefined ? { explainFilter: o.explain } : {}),
+          ...(o.dryRun ? { dryRun: true } : {}),
+        });
         out(o.json ? stringifyJson(r, 2) : printMaintenance(name, r));
       }, { readOnly: o.dryRun === true });
     });

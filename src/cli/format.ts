@@ -285,6 +285,12 @@ export function printMaintenance(table: string, r: MaintenanceResult): string {
     for (const [kind, n] of Object.entries(r.byKind)) lines.push(`  ${kind}: ${n!.files} file(s), ${formatBytes(n!.bytes)}`);
     for (const f of r.files) lines.push(`  ${f.path}  ${f.reason}`);
     if (r.operation === 'orphan_cleanup' && r.keptRecent > 0) lines.push(`  kept ${r.keptRecent} unreferenced file(s) younger than ${Math.round(r.olderThan / 3600e3)} h (a write may still be using them)`);
+  } else if (r.operation === 'compaction') {
+    lines.push(`${table}: compaction${r.dryRun ? ' (dry run)' : ''}: ${r.filesBefore} → ${r.filesAfter} data files (target ${formatBytes(r.targetFileSize)}); ${r.groupsRewritten} of ${r.groups} group(s) rewritten${r.groupsSkipped ? `, ${r.groupsSkipped} skipped (a concurrent delete or merge changed their files)` : ''}`);
+    lines.push(`  rewrote ${r.filesRewritten} file(s), ${formatBytes(r.bytesRewritten)} → ${r.filesAdded} file(s), ${formatBytes(r.bytesAdded)}; ${r.rows} rows`);
+    if (r.deleteFilesRemoved || r.deletedRowsRemoved) lines.push(`  folded in ${r.deletedRowsRemoved} deleted row(s), removed ${r.deleteFilesRemoved} delete file(s)`);
+    if (r.snapshotId !== undefined) lines.push(`  iceberg snapshot ${r.snapshotId} (replace)${r.deltaVersion !== undefined ? `, delta version ${r.deltaVersion} (OPTIMIZE, dataChange false)` : ''}`);
+    if (r.pruning) lines.push(`  ${r.pruning.filter}: files scanned ${r.pruning.before.scanned}/${r.pruning.before.files} before, ${r.pruning.after.scanned}/${r.pruning.after.files} after`);
   } else if (r.operation === 'delta_checkpoint') {
     lines.push(`${table}: delta_checkpoint ${r.dryRun ? 'would write' : 'wrote'} ${r.checkpoint} (delta version ${r.deltaVersion}${r.existed ? ', which was there already' : ''})`);
   } else {

@@ -1,3 +1,4 @@
+import { parseSize } from '../config/config-keys.ts';
 import type { Command } from 'commander';
 import { invalidInput } from '../core/errors.ts';
 import { stringifyJson } from '../core/json.ts';
@@ -23,11 +24,11 @@ function parsePort(raw: string): number {
 }
 
 function parseBytes(raw: string): number {
-  const m = /^(\d+)\s*(B|KB|MB|GB|KiB|MiB|GiB)?$/i.exec(raw.trim());
-  if (!m) throw invalidInput(`serve: --max-body expects a size such as 256MiB or 1000000, found ${JSON.stringify(raw)}`);
-  const unit = (m[2] ?? 'B').toLowerCase();
-  const factor: Record<string, number> = { b: 1, kb: 1e3, mb: 1e6, gb: 1e9, kib: 1024, mib: 1024 ** 2, gib: 1024 ** 3 };
-  return Number(m[1]) * factor[unit]!;
+  try {
+    return parseSize(raw, false);
+  } catch {
+    throw invalidInput(`serve: --max-body expects a size such as 256MiB or 1000000, found ${JSON.stringify(raw)}`);
+  }
 }
 
 function out(line: string): void {

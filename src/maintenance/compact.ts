@@ -93,7 +93,7 @@ const DEFAULT_MAX_GROUP_BYTES = 100 * 1024 ** 3;
 
 export async function compact(table: Table, opts: CompactOptions = {}): Promise<CompactResult> {
   // The Table's context: compaction is a table operation that lives in the maintenance layer.
-  const ctx: TableContext = table['ctx'];
+  const ctx: TableContext = table.context;
   if (opts.sort?.length && opts.zorder?.length) throw invalidInput('compact: give sort or zorder, not both');
   if (opts.targetFileSize !== undefined && !(Number.isSafeInteger(opts.targetFileSize) && opts.targetFileSize > 0)) {
     throw invalidInput(`compact: targetFileSize must be a positive whole number of bytes, got ${opts.targetFileSize}`);

@@ -4,6 +4,7 @@ import { writeDeltaCheckpoint } from '../table/delta/delta-checkpoint.ts';
 import { latestDeltaVersion } from '../table/delta/delta-log.ts';
 import type { Table } from '../table/table.ts';
 import { expireSnapshots, type ExpireOptions, type ExpireResult } from './expire.ts';
+import { compact, type CompactOptions, type CompactResult } from './compact.ts';
 import { cleanMetadata, type CleanMetadataResult } from './metadata-cleanup.ts';
 import { removeOrphans, type RemoveOrphansResult } from './orphans.ts';
 
@@ -12,7 +13,7 @@ export const MAINTENANCE_OPERATIONS = ['snapshot_expiry', 'orphan_cleanup', 'com
 export type MaintenanceOperation = (typeof MAINTENANCE_OPERATIONS)[number];
 
 /** What every operation accepts; each reads the options it knows. */
-export interface MaintenanceOptions extends ExpireOptions {
+export interface MaintenanceOptions extends ExpireOptions, Pick<CompactOptions, 'targetFileSize' | 'sort' | 'zorder' | 'explainFilter'> {
   /** orphan_cleanup and metadata_cleanup: only files last modified longer ago than this (ms). */
   olderThan?: number;
 }
@@ -43,19 +44,19 @@ export type MaintenanceResult = (
   | DeltaCheckpointResult
   | ({ operation: 'orphan_cleanup' } & RemoveOrphansResult)
   | ({ operation: 'metadata_cleanup' } & CleanMetadataResult)
+  | ({ operation: 'compaction' } & CompactResult)
   | FullMaintenanceResult
 ) & { durationMs?: number };
 
 type Runner = (table: Table, opts: MaintenanceOptions) => Promise<MaintenanceResult>;
 
 /**
- * Every single operation, in one place. `undefined` is an operation not built yet: compaction →
- * `compact` (compact.ts) is wired here when it lands.
+ * Every single operation, in one place (`undefined` would mark one not built yet).
  */
 const OPERATIONS: Record<Exclude<MaintenanceOperation, 'full_maintenance'>, Runner | undefined> = {
   snapshot_expiry: expireSnapshots,
   delta_checkpoint: deltaCheckpoint,
-  compaction: undefined,
+  compaction: async (table, opts) => ({ operation: 'compaction', ...(await compact(table, opts)) }),
   metadata_cleanup: async (table, opts) => ({ operation: 'metadata_cleanup', ...(await cleanMetadata(table, opts)) }),
   orphan_cleanup: async (table, opts) => ({ operation: 'orphan_cleanup', ...(await removeOrphans(table, opts)) }),
 };

@@ -34,16 +34,16 @@ export const API_PROPS = {
   targetFileSize: 'write.target-file-size-bytes',
 } as const;
 
-/** A maintenance body's retention: a duration ("7d") or milliseconds. */
-function retentionMs(value: string | number): number {
+/** A maintenance body's duration (`retention`, `olderThan`): "7d" or milliseconds. */
+function durationMs(value: string | number, field = 'retention'): number {
   if (typeof value === 'number') {
-    if (value < 0) throw new HttpError(400, `maintenance: retention expects a duration such as "7d" or milliseconds, found ${value}`);
+    if (value < 0) throw new HttpError(400, `maintenance: ${field} expects a duration such as "7d" or milliseconds, found ${value}`);
     return value;
   }
   try {
     return parseDuration(value);
   } catch {
-    throw new HttpError(400, `maintenance: retention expects a duration such as "7d", "36h" or "2w", found ${JSON.stringify(value)}`);
+    throw new HttpError(400, `maintenance: ${field} expects a duration such as "7d", "36h" or "2w", found ${JSON.stringify(value)}`);
   }
 }
 
@@ -287,10 +287,10 @@ export const managementRoutes: FastifyPluginAsync<ManagementOptions> = async (ap
     return { tableId: request.params.tableId, commits, nextCursor: chain[start + limit] ? String(chain[start + limit]!['snapshot-id']) : null };
   });
 
-  app.post<{ Params: { tableId: string }; Body: { operation: MaintenanceOperation; retention?: string | number; dryRun?: boolean } }>(`${base}/:tableId/maintenance`, {
+  app.post<{ Params: { tableId: string }; Body: { operation: MaintenanceOperation; retention?: string | number; olderThan?: string | number; sort?: string[]; zorder?: string[]; targetFileSizeBytes?: number; dryRun?: boolean } }>(`${base}/:tableId/maintenance`, {
     config: { scope: 'admin' },
     schema: {
-      summary: 'Run a maintenance operation (those not built yet answer 501)',
+      summary: 'Run a maintenance operation; the answer is what it did',
       params: tableIdParams,
       body: {
         type: 'object',
@@ -299,14 +299,25 @@ export const managementRoutes: FastifyPluginAsync<ManagementOptions> = async (ap
         properties: {
           operation: { type: 'string', enum: [...MAINTENANCE_OPERATIONS] },
           retention: { anyOf: [{ type: 'string', minLength: 1 }, { type: 'integer', minimum: 0 }], description: 'snapshot_expiry: keep snapshots younger than this ("7d", "36h", or milliseconds); default the table\'s history.expire.max-snapshot-age-ms, else 7 days' },
+          olderThan: { anyOf: [{ type: 'string', minLength: 1 }, { type: 'integer', minimum: 0 }], description: 'orphan_cleanup, metadata_cleanup: only files older than this (default 3 days for orphans, 1 hour for metadata; at least 1 hour)' },
+          sort: { type: 'array', items: { type: 'string', minLength: 1 }, description: 'compaction: write each group sorted by these columns' },
+          zorder: { type: 'array', items: { type: 'string', minLength: 1 }, description: 'compaction: write each group in Z-order of these columns' },
+          targetFileSizeBytes: { type: 'integer', minimum: 1, description: "compaction: the file size to aim for; default the table's write.target-file-size-bytes, else 128 MiB" },
           dryRun: { type: 'boolean', description: 'list what would be done, changing nothing' },
         },
       },
     },
   }, async (request) => {
-    const { operation, retention, dryRun } = request.body;
+    const { operation, retention, olderThan, sort, zorder, targetFileSizeBytes, dryRun } = request.body;
     const { table } = await index.resolve(request.params.tableId);
-    const result = await runMaintenance(table, operation, { ...(retention !== undefined ? { retention: retentionMs(retention) } : {}), ...(dryRun !== undefined ? { dryRun } : {}) });
+    const result = await runMaintenance(table, operation, {
+      ...(retention !== undefined ? { retention: durationMs(retention) } : {}),
+      ...(olderThan !== undefined ? { olderThan: durationMs(olderThan, 'olderThan') } : {}),
+      ...(sort !== undefined ? { sort } : {}),
+      ...(zorder !== undefined ? { zorder } : {}),
+      ...(targetFileSizeBytes !== undefined ? { targetFileSize: targetFileSizeBytes } : {}),
+      ...(dryRun !== undefined ? { dryRun } : {}),
+    });
     // Snapshot IDs are 64-bit: strings, as the other routes give them.
     return JSON.parse(JSON.stringify({ tableId: request.params.tableId, status: 'completed', ...result }, (_, v: unknown) => (typeof v === 'bigint' ? String(v) : v)));
   });

@@ -46,7 +46,7 @@ describe('runMaintenance', () => {
     tmp.cleanup();
   });
 
-  test('snapshot_expiry and delta_checkpoint run; the operations not built yet are refused by name', async () => {
+  test('every operation runs through the one dispatcher and names itself in its result', async () => {
     const all = await writeHistory(tmp.path, 'ops.events', 12);
     const t = lake.table('ops.events');
     const r = (await runMaintenance(t, 'snapshot_expiry', { retention: 5 * DAY })) as ExpireResult & { durationMs?: number };
@@ -59,17 +59,18 @@ describe('runMaintenance', () => {
     expect(cp).toMatchObject({ operation: 'delta_checkpoint', deltaVersion: 12, checkpoint: checkpointPath(12), existed: false });
     expect(existsSync(join(tmp.path, 'ops', 'events', checkpointPath(12)))).toBe(true);
 
+    const dir = join(tmp.path, 'ops', 'events');
+    const files = listFiles(dir);
     for (const op of ['compaction', 'orphan_cleanup', 'metadata_cleanup']) {
-      const e = await errorOf(runMaintenance(t, op));
-      expect(e.kind).toBe('unsupported');
-      expect(e.message).toBe(`maintenance: ${op} is not implemented yet; available: snapshot_expiry, delta_checkpoint, full_maintenance`);
+      expect(await runMaintenance(t, op, { dryRun: true })).toMatchObject({ operation: op, dryRun: true });
     }
+    expect(listFiles(dir)).toEqual(files);
     const bad = await errorOf(runMaintenance(t, 'vacuum'));
     expect(bad.kind).toBe('invalid-input');
     expect(bad.message).toMatch(/^maintenance: expected an operation of snapshot_expiry, .* found "vacuum"$/);
   });
 
-  test('full_maintenance runs what exists in the safe order and reports the rest as not built', async () => {
+  test('full_maintenance runs every operation in the safe order', async () => {
     const all = await writeHistory(tmp.path, 'ops.full', 12);
     const t = lake.table('ops.full');
     const dir = join(tmp.path, 'ops', 'full');
@@ -77,18 +78,23 @@ describe('runMaintenance', () => {
     const dry = (await runMaintenance(t, 'full_maintenance', { dryRun: true })) as FullMaintenanceResult;
     expect(listFiles(dir)).toEqual(files);
     expect(dry.steps.map((s) => [s.operation, s.status])).toEqual([
-      ['compaction', 'not-built'],
+      ['compaction', 'completed'],
       ['snapshot_expiry', 'completed'],
       ['delta_checkpoint', 'completed'],
-      ['metadata_cleanup', 'not-built'],
-      ['orphan_cleanup', 'not-built'],
+      ['metadata_cleanup', 'completed'],
+      ['orphan_cleanup', 'completed'],
     ]);
     const r = (await runMaintenance(t, 'full_maintenance')) as FullMaintenanceResult;
     const expiry = r.steps[1]!.status === 'completed' ? (r.steps[1]!.result as ExpireResult) : undefined;
     expect(expiry?.expiredSnapshots).toEqual((dry.steps[1] as { result: ExpireResult }).result.expiredSnapshots);
     expect(expiry?.expiredSnapshots).toHaveLength(5);
-    expect((await t.metadata()).snapshots).toHaveLength(7);
-    expect(readdirSync(join(dir, '_delta_log'))).toContain(checkpointPath(12).slice('_delta_log/'.length));
+    // Compaction went first: its replace snapshot is current, beside the 7 within retention.
+    const compaction = r.steps[0]!.status === 'completed' ? (r.steps[0]!.result as { filesBefore: number; filesAfter: number }) : undefined;
+    expect(compaction!.filesAfter).toBeLessThan(compaction!.filesBefore);
+    expect((await t.metadata()).snapshots).toHaveLength(8);
+    // ... and its Delta version (13, OPTIMIZE) is the one checkpointed.
+    expect((await t.describe()).deltaVersion).toBe(13);
+    expect(readdirSync(join(dir, '_delta_log'))).toContain(checkpointPath(13).slice('_delta_log/'.length));
     await expectBothEqual(t, all);
     expect((await t.verify({ allVersions: true })).ok).toBe(true);
   });
@@ -136,7 +142,7 @@ describe('twinlake maintain', () => {
     }
   });
 
-  test('bad input: an unknown operation, a bad retention, an operation not built yet', async () => {
+  test('bad input: an unknown operation, a bad retention, a bad size; compaction from the command line', async () => {
     await writeHistory(tmp.path, 'sales.bad', 2);
     const unknown = cli(['maintain', 'sales.bad', '--operation', 'vacuum', '--warehouse', tmp.path]);
     expect(unknown.code).toBe(3);
@@ -144,9 +150,12 @@ describe('twinlake maintain', () => {
     const retention = cli(['maintain', 'sales.bad', '--operation', 'snapshot_expiry', '--retention', 'a week', '--warehouse', tmp.path]);
     expect(retention.code).toBe(3);
     expect(retention.stderr).toContain('maintain: --retention expects a duration such as "7d", "36h" or "2w", found "a week"');
-    const notBuilt = cli(['maintain', 'sales.bad', '--operation', 'compaction', '--warehouse', tmp.path]);
-    expect(notBuilt.code).toBe(7);
-    expect(notBuilt.stderr).toContain('maintenance: compaction is not implemented yet');
+    const size = cli(['maintain', 'sales.bad', '--operation', 'compaction', '--target-file-size', 'big', '--warehouse', tmp.path]);
+    expect(size.code).toBe(3);
+    expect(size.stderr).toContain('maintain: --target-file-size expects a size such as "128MiB" or "512MB", found "big"');
+    const compacted = cli(['maintain', 'sales.bad', '--operation', 'compaction', '--warehouse', tmp.path]);
+    expect([compacted.code, compacted.stderr]).toEqual([0, '']);
+    expect(compacted.stdout).toMatch(/^sales\.bad: compaction: 2 → 1 data files/);
     const missing = cli(['maintain', 'sales.bad', '--warehouse', tmp.path]);
     expect(missing.code).toBe(2);
   });
@@ -161,7 +170,7 @@ describe('POST /maintenance', () => {
     await s?.close();
   });
 
-  test('snapshot_expiry with retention and dryRun, full_maintenance, and 501 only for what is not built', async () => {
+  test('snapshot_expiry with retention and dryRun, full_maintenance, and every operation through the API', async () => {
     const all = await writeHistory(s.warehouse, 'api.orders', 10);
     const t = s.lake.table('api.orders');
     const tableId = (await t.describe()).tableUuid;
@@ -185,13 +194,21 @@ describe('POST /maintenance', () => {
 
     const full = await s.call('POST', url, { body: { operation: 'full_maintenance' } });
     expect(full.status, full.text).toBe(200);
-    expect(full.json.steps.map((x: { status: string }) => x.status)).toEqual(['not-built', 'completed', 'completed', 'not-built', 'not-built']);
+    expect(full.json.steps.map((x: { operation: string; status: string }) => `${x.operation} ${x.status}`)).toEqual([
+      'compaction completed',
+      'snapshot_expiry completed',
+      'delta_checkpoint completed',
+      'metadata_cleanup completed',
+      'orphan_cleanup completed',
+    ]);
+    await expectBothEqual(t, all);
 
     for (const operation of ['compaction', 'orphan_cleanup', 'metadata_cleanup']) {
       const n = await s.call('POST', url, { body: { operation } });
-      expect(n.status).toBe(501);
-      expect(n.json.error.message).toContain(`maintenance: ${operation} is not implemented yet`);
+      expect(n.status, n.text).toBe(200);
+      expect(n.json).toMatchObject({ operation, status: 'completed' });
     }
+    await expectBothEqual(t, all);
     const bad = await s.call('POST', url, { body: { operation: 'snapshot_expiry', retention: 'soon' } });
     expect(bad.status).toBe(400);
     expect(bad.json.error.message).toContain('maintenance: retention expects a duration such as "7d", "36h" or "2w", found "soon"');

@@ -263,9 +263,9 @@ async function tablePage(tableId: string): Promise<void> {
       result.className = 'result';
       result.textContent = `Running ${op}…`;
       try {
-        const r = await api<{ status: string; deltaVersion?: number; checkpoint?: string; durationMs?: number }>(`${base}/maintenance`, { method: 'POST', body: { operation: op } });
+        const r = await api<MaintenanceAnswer>(`${base}/maintenance`, { method: 'POST', body: { operation: op } });
         result.className = 'result ok';
-        result.replaceChildren(h('strong', {}, `${op}: ${r.status}`), r.checkpoint ? h('span', {}, ` — checkpoint `, h('code', {}, r.checkpoint), ` of Delta version ${r.deltaVersion}`) : '', r.durationMs !== undefined ? h('span', { class: 'muted' }, ` in ${r.durationMs} ms`) : '');
+        result.replaceChildren(h('strong', {}, `${op}: ${r.status}`), maintenanceSummary(r), r.durationMs !== undefined ? h('span', { class: 'muted' }, ` in ${r.durationMs} ms`) : '');
       } catch (e) {
         result.className = 'result error';
         result.replaceChildren(h('strong', {}, `${op}: `), e instanceof ApiError ? `${e.status} ${e.message}` : (e as Error).message);
@@ -290,6 +290,28 @@ async function tablePage(tableId: string): Promise<void> {
     section('Commit history', 'history', history),
     section('Maintenance', 'maintenance', h('p', { class: 'muted' }, 'Needs an admin token.'), h('div', { class: 'buttons' }, ...buttons), result),
   );
+}
+
+interface MaintenanceAnswer {
+  status: string;
+  durationMs?: number;
+  deltaVersion?: number;
+  checkpoint?: string;
+  filesBefore?: number;
+  filesAfter?: number;
+  expiredSnapshots?: string[];
+  removed?: { files: number; bytes: number };
+  steps?: { operation: string; status: string }[];
+}
+
+/** One line of what an operation did, from the fields its answer has. */
+function maintenanceSummary(r: MaintenanceAnswer): Node | string {
+  if (r.checkpoint) return h('span', {}, ` — checkpoint `, h('code', {}, r.checkpoint), ` of Delta version ${r.deltaVersion}`);
+  if (r.filesBefore !== undefined) return ` — ${r.filesBefore} → ${r.filesAfter} data files`;
+  if (r.expiredSnapshots) return ` — ${r.expiredSnapshots.length} snapshot(s) expired`;
+  if (r.removed) return ` — ${r.removed.files} file(s) removed, ${r.removed.bytes} bytes`;
+  if (r.steps) return ` — ${r.steps.map((x) => `${x.operation} ${x.status}`).join(', ')}`;
+  return '';
 }
 
 function fact(label: string, value: Node | string): HTMLElement {
