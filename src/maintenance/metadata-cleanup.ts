@@ -4,7 +4,7 @@ import { parseLastCheckpoint } from '../format/delta/checkpoint.ts';
 import { deltaLogFiles } from '../table/delta/delta-log.ts';
 import { versionOf } from '../table/read/metadata-locator.ts';
 import type { Table } from '../table/table.ts';
-import { MIN_ORPHAN_WINDOW_MS, unreferencedFiles } from './orphans.ts';
+import { deleteListed, MIN_ORPHAN_WINDOW_MS, unreferencedFiles } from './orphans.ts';
 import { reachableFiles } from './reachable.ts';
 
 /**
@@ -87,16 +87,7 @@ export async function cleanMetadata(table: Table, opts: CleanMetadataOptions = {
   if (reachable.delta) files.push(...(await supersededCheckpoints(table, reachable.location, now, metadata?.properties['delta.logRetentionDuration'])));
 
   files.sort((a, b) => ORDER.indexOf(a.kind) - ORDER.indexOf(b.kind) || a.path.localeCompare(b.path));
-  const result: CleanMetadataResult = { table: table.name, dryRun: opts.dryRun === true, files, removed: { files: 0, bytes: 0 }, byKind: {} };
-  for (const f of files) {
-    if (!opts.dryRun) await io.delete(`${reachable.location}/${f.path}`);
-    result.removed.files++;
-    result.removed.bytes += f.bytes;
-    const k = (result.byKind[f.kind] ??= { files: 0, bytes: 0 });
-    k.files++;
-    k.bytes += f.bytes;
-  }
-  return result;
+  return { table: table.name, dryRun: opts.dryRun === true, files, ...(await deleteListed(table, reachable.location, files, opts.dryRun === true)) };
 }
 
 /**

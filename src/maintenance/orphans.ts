@@ -70,21 +70,35 @@ export async function removeOrphans(table: Table, opts: RemoveOrphansOptions = {
     dryRun: opts.dryRun === true,
     olderThan,
     files: doomed,
-    removed: { files: 0, bytes: 0 },
-    byKind: {},
+    ...(await deleteListed(table, reachable.location, doomed, opts.dryRun === true)),
     keptRecent: candidates.files.length - doomed.length,
     nestedTables: candidates.nestedTables,
   };
+  return result;
+}
+
+/**
+ * Deletes files listed below a table's location, in the order given (with `dryRun`, none), and
+ * counts them in all and per kind.
+ */
+export async function deleteListed<K extends string>(
+  table: Table,
+  location: string,
+  files: readonly { path: string; kind: K; bytes: number }[],
+  dryRun: boolean,
+): Promise<{ removed: { files: number; bytes: number }; byKind: Partial<Record<K, { files: number; bytes: number }>> }> {
   const { io } = table.context;
-  for (const f of doomed) {
-    if (!opts.dryRun) await io.delete(`${reachable.location}/${f.path}`);
-    result.removed.files++;
-    result.removed.bytes += f.bytes;
-    const k = (result.byKind[f.kind] ??= { files: 0, bytes: 0 });
+  const removed = { files: 0, bytes: 0 };
+  const byKind: Partial<Record<K, { files: number; bytes: number }>> = {};
+  for (const f of files) {
+    if (!dryRun) await io.delete(`${location}/${f.path}`);
+    removed.files++;
+    removed.bytes += f.bytes;
+    const k = (byKind[f.kind] ??= { files: 0, bytes: 0 });
     k.files++;
     k.bytes += f.bytes;
   }
-  return result;
+  return { removed, byKind };
 }
 
 /**
