@@ -1,10 +1,9 @@
-import { invalidInput } from '../core/errors.ts';
 import { checkpointPath, parseLogFileName } from '../format/delta/actions.ts';
 import { parseLastCheckpoint } from '../format/delta/checkpoint.ts';
 import { deltaLogFiles } from '../table/delta/delta-log.ts';
 import { versionOf } from '../table/read/metadata-locator.ts';
 import type { Table } from '../table/table.ts';
-import { deleteListed, MIN_ORPHAN_WINDOW_MS, unreferencedFiles } from './orphans.ts';
+import { deleteListed, MIN_ORPHAN_WINDOW_MS, safetyWindow, unreferencedFiles } from './orphans.ts';
 import { reachableFiles } from './reachable.ts';
 
 /**
@@ -49,10 +48,7 @@ const DEFAULT_LOG_RETENTION_MS = 30 * 24 * 3600 * 1000;
 const ORDER: MetadataKind[] = ['manifest', 'manifest-list', 'metadata', 'delta-checkpoint'];
 
 export async function cleanMetadata(table: Table, opts: CleanMetadataOptions = {}): Promise<CleanMetadataResult> {
-  const olderThan = opts.olderThan ?? MIN_ORPHAN_WINDOW_MS;
-  if (!Number.isFinite(olderThan) || olderThan < MIN_ORPHAN_WINDOW_MS) {
-    throw invalidInput(`metadata cleanup: expected olderThan of at least 1 hour (${MIN_ORPHAN_WINDOW_MS} ms), found ${olderThan} ms; a shorter window could delete the manifests of a commit in flight`);
-  }
+  const olderThan = safetyWindow(opts.olderThan ?? MIN_ORPHAN_WINDOW_MS, 'metadata cleanup', 'the manifests of a commit in flight');
   const now = opts.now ?? Date.now();
   const reachable = await reachableFiles(table);
   const { io } = table.context;

@@ -50,14 +50,19 @@ export interface RemoveOrphansResult {
 export const DEFAULT_ORPHAN_WINDOW_MS = 3 * 24 * 3600 * 1000;
 export const MIN_ORPHAN_WINDOW_MS = 3600 * 1000;
 
+/** A cleanup's safety window, refused below an hour: younger unreferenced files may be a write's in flight. */
+export function safetyWindow(olderThan: number, what: string, atRisk: string): number {
+  if (!Number.isFinite(olderThan) || olderThan < MIN_ORPHAN_WINDOW_MS) {
+    throw invalidInput(`${what}: expected olderThan of at least 1 hour (${MIN_ORPHAN_WINDOW_MS} ms), found ${olderThan} ms; a shorter window could delete ${atRisk}`);
+  }
+  return olderThan;
+}
+
 /** Deletion order: files that hold rows first, then what names them, the metadata file last. */
 const ORDER: OrphanKind[] = ['staging', 'other', 'data', 'delete', 'puffin', 'deletion-vector', 'manifest', 'manifest-list', 'metadata'];
 
 export async function removeOrphans(table: Table, opts: RemoveOrphansOptions = {}): Promise<RemoveOrphansResult> {
-  const olderThan = opts.olderThan ?? DEFAULT_ORPHAN_WINDOW_MS;
-  if (!Number.isFinite(olderThan) || olderThan < MIN_ORPHAN_WINDOW_MS) {
-    throw invalidInput(`orphan cleanup: expected olderThan of at least 1 hour (${MIN_ORPHAN_WINDOW_MS} ms), found ${olderThan} ms; a shorter window could delete the files of a write in flight`);
-  }
+  const olderThan = safetyWindow(opts.olderThan ?? DEFAULT_ORPHAN_WINDOW_MS, 'orphan cleanup', 'the files of a write in flight');
   // File ages come from the store's modification times, which are wall-clock times.
   const now = opts.now ?? Date.now();
   const reachable = await reachableFiles(table);

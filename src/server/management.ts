@@ -4,7 +4,6 @@ import { fileUri, isUri } from '../core/uri.ts';
 import { resolve } from 'node:path';
 import type { Lakehouse } from '../table/lakehouse.ts';
 import type { ReadOptions, TableDescription } from '../table/table.ts';
-import { exportScan } from '../table/read/reader.ts';
 import { deltaHistory, deltaVersionOfSnapshot, icebergSnapshotOf, latestDeltaVersion } from '../table/delta/delta-log.ts';
 import { ancestors, currentSnapshot } from '../format/iceberg/table-metadata.ts';
 import { deltaVersionOf, OPERATION_KEY } from '../format/dual/summary-keys.ts';
@@ -361,9 +360,8 @@ export const managementRoutes: FastifyPluginAsync<ManagementOptions> = async (ap
     const plan = await table.plan(opts);
     // A table created without a schema has no columns and no rows until its first post.
     if (plan.task.schema.fields.length === 0 && plan.task.files.length === 0) return reply.type('application/x-ndjson').send('');
-    const session = await lake.session();
     const body = new PassThrough();
-    exportScan(session, plan.task, body, { output: 'json', limit: opts.limit }, { io: lake.io, cache: lake.readCache }).then(
+    table.export(body, { ...opts, output: 'json' }, plan).then(
       () => body.end(),
       (e: unknown) => {
         request.log.error({ error: { message: redact((e as Error).message) } }, 'rows: the stream failed after it started');

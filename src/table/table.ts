@@ -278,10 +278,11 @@ export class Table {
 
   /**
    * Writes the rows of a read as NDJSON or CSV, without holding them in memory: to a local file,
-   * or to a stream as they are read (`export(process.stdout, { output: 'json' })`).
+   * or to a stream as they are read (`export(process.stdout, { output: 'json' })`). A caller that
+   * planned already (to answer a bad filter before a stream starts) passes its `plan`.
    */
-  async export(target: ExportTarget, opts: ReadOptions & { output: 'json' | 'csv' }): Promise<ReadPlan> {
-    const plan = await this.plan(opts);
+  async export(target: ExportTarget, opts: ReadOptions & { output: 'json' | 'csv' }, planned?: ReadPlan): Promise<ReadPlan> {
+    const plan = planned ?? (await this.plan(opts));
     await exportScan(await this.ctx.session(), plan.task, target, opts, { cache: readCacheOf(this.ctx), io: this.ctx.io });
     return plan;
   }
