@@ -160,7 +160,7 @@ export class Lakehouse {
     let deltaRegistry = opts.catalog ? opts.deltaRegistry : undefined;
     if (!catalog) {
       const readOnly = opts.readOnly === true;
-      catalog = new SqlCatalog({ name: 'twinlake', dbPath: `${dir}/catalog.db`, warehouse: { store: new LocalStore(dir), rootUri: warehouse }, readOnly });
+      catalog = new SqlCatalog({ name: 'twinlake', dbPath: `${dir}/catalog.db`, warehouse: { store: new LocalStore(dir), rootUri: warehouse }, readOnly, ...(opts.clock ? { clock: opts.clock } : {}) });
       deltaRegistry = new DeltaRegistry(`${dir}/catalog.db`, 'twinlake', { readOnly });
     }
     const warn = opts.onWarning ?? ((m: string) => process.stderr.write(`warning: ${m}\n`));
