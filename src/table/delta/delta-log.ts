@@ -148,6 +148,18 @@ export async function readDeltaSnapshot(
   tableRoot: string,
   opts: { version?: number; timestampMs?: number } = {},
 ): Promise<DeltaSnapshot> {
+  // A log file listed but gone when read: the log was cut meanwhile behind a newer checkpoint
+  // (snapshot expiry, PROTOCOL.md §Metadata Cleanup), which covers every version still kept.
+  // One fresh listing finds it; a version the cut removed is then not-found by the listing.
+  try {
+    return await readListedSnapshot(store, tableRoot, opts);
+  } catch (e) {
+    if (!isTwinlakeError(e, 'not-found')) throw e;
+    return readListedSnapshot(store, tableRoot, opts);
+  }
+}
+
+async function readListedSnapshot(store: ObjectStore, tableRoot: string, opts: { version?: number; timestampMs?: number }): Promise<DeltaSnapshot> {
   if (opts.version !== undefined && opts.timestampMs !== undefined) {
     throw invalidInput('delta log: expected a version or a timestamp, found both');
   }
