@@ -34,7 +34,7 @@ import { zorderColumns, zorderSql } from './zorder.ts';
 export interface CompactOptions {
   /** Bytes the rewritten files aim for (default: `write.target-file-size-bytes`, else 128 MiB). */
   targetFileSize?: number;
-  /** A group of fewer files is left alone unless its files have row-level deletes to fold in (default 2). */
+  /** A group of fewer files is left alone unless its files have row-level deletes to fold in (default 2; see DEFAULT_MIN_INPUT_FILES). */
   minInputFiles?: number;
   /**
    * Bytes of input one group holds at most (default 100 GiB, as Iceberg's rewrite-data-files
@@ -89,6 +89,34 @@ interface Group {
   deletes: Map<string, string>;
 }
 
+/*
+ * The defaults, against Iceberg's rewrite_data_files options (iceberg-spark-procedures.md
+ * §rewrite_data_files, "General Options"):
+ * - target-file-size-bytes: the seed's 128 MiB, through `write.target-file-size-bytes` as there
+ *   (Iceberg's own default is 512 MB).
+ * - min-file-size-bytes, 75% of the target: the same. A file that size is near enough the target;
+ *   rewriting it again with a few small ones would cost its bytes to save one file.
+ * - min-input-files: 2, where Iceberg says 5. A run here is one the user asked for (by hand or on
+ *   the table's schedule), and it leaves each partition in as few files as its bytes need, like
+ *   Delta's OPTIMIZE (delta-optimizations.mdx: bin-packing is idempotent, a second run does
+ *   nothing). Small files also cost more in a dual table: every one is a Delta add action that
+ *   each checkpoint and each Delta reader's log replay carries, with no manifest to skip it. The
+ *   write amplification Iceberg's 5 guards against is bounded here by the 75% rule: a
+ *   partition's compacted file stops being rewritten once it is near the target.
+ * - delete-ratio-threshold, 0.3: the same for files of at least the minimum size, so a file near
+ *   the target is not rewritten whole for a few deleted rows. A smaller file with deletes is
+ *   rewritten with its group, whatever the ratio (Iceberg's delete-file-threshold is off by
+ *   default too): the issue's "rewrites fold in row-level deletes", and on a dual table each
+ *   delete costs two files (the Iceberg delete file and the Delta DV file).
+ * - max-file-group-size-bytes, 100 GB: the same. partial-progress.enabled false: the same (one
+ *   commit for every group). max-file-size-bytes (180%, for splitting large files) is not used:
+ *   a file above the target is left as it is.
+ * - A group is rewritten when it would become fewer files; Iceberg also rewrites a group of two
+ *   or more whose bytes exceed the target, which may write as many files as it read.
+ */
+const DEFAULT_MIN_INPUT_FILES = 2;
+export const MIN_FILE_SIZE_RATIO = 0.75;
+export const DELETE_RATIO_THRESHOLD = 0.3;
 const DEFAULT_MAX_GROUP_BYTES = 100 * 1024 ** 3;
 
 export async function compact(table: Table, opts: CompactOptions = {}): Promise<CompactResult> {
@@ -139,7 +167,7 @@ export async function compact(table: Table, opts: CompactOptions = {}): Promise<
         const layout = (opts.sort?.length ?? 0) > 0 || (opts.zorder?.length ?? 0) > 0;
         const candidates = planned
           ? live.data.filter((f) => planned!.some((g) => g.files.some((x) => x['file-path'] === f['file-path'])))
-          : live.data.filter((f) => f['spec-id'] === metadata['default-spec-id'] && (layout || f['file-size-in-bytes'] < target || hasDeletes(metadata, live, f)));
+          : live.data.filter((f) => f['spec-id'] === metadata['default-spec-id'] && (layout || f['file-size-in-bytes'] < MIN_FILE_SIZE_RATIO * target || deleteHeavy(metadata, live, f)));
         return withEngineFiles(ctx, engineReadFiles({ ...live, data: candidates }), async (ctx) => {
           const rows = await liveRows(ctx, t, metadata, live, candidates);
           const signatures = new Map(candidates.map((f) => [f['file-path'], signatureOf(rows.existing.get(f['file-path']))]));
@@ -150,7 +178,7 @@ export async function compact(table: Table, opts: CompactOptions = {}): Promise<
             groups = binPack(candidates, signatures, target, opts.maxGroupBytes ?? DEFAULT_MAX_GROUP_BYTES).filter(
               (g) =>
                 g.files.some((f) => rows.existing.has(f['file-path'])) ||
-                (g.files.length >= (opts.minInputFiles ?? 2) && (layout || Math.ceil(g.bytes / target) < g.files.length)),
+                (g.files.length >= (opts.minInputFiles ?? DEFAULT_MIN_INPUT_FILES) && (layout || Math.ceil(g.bytes / target) < g.files.length)),
             );
             planned = groups;
           } else {
@@ -211,13 +239,21 @@ export async function compact(table: Table, opts: CompactOptions = {}): Promise<
 }
 
 /**
- * Whether a delete file may apply to a data file by its scope (one naming the file, or one of its
- * partition); which rows it removes is read only for the files chosen.
+ * Whether a file of at least the minimum size is worth rewriting for its row-level deletes: the
+ * delete files naming it remove at least DELETE_RATIO_THRESHOLD of its rows. A delete file of its
+ * partition that names no data file may remove any number of its rows: the file is rewritten, as
+ * it cannot be told from the manifests. Which rows they remove is read only for the files chosen.
  */
-function hasDeletes(metadata: TableMetadata, live: LiveFiles, f: DataFile): boolean {
+function deleteHeavy(metadata: TableMetadata, live: LiveFiles, f: DataFile): boolean {
   if (live.deletes.length === 0 || metadata['format-version'] < 2) return false;
   const p = partitionIdentity(f);
-  return live.deletes.some((d) => (d['referenced-data-file'] !== undefined ? d['referenced-data-file'] === f['file-path'] : partitionIdentity(d) === p));
+  let deleted = 0;
+  for (const d of live.deletes) {
+    if (d['referenced-data-file'] === undefined) {
+      if (partitionIdentity(d) === p) return true;
+    } else if (d['referenced-data-file'] === f['file-path']) deleted += d['record-count'];
+  }
+  return deleted > 0 && deleted >= DELETE_RATIO_THRESHOLD * f['record-count'];
 }
 
 function signatureOf(d: ExistingDeletes | undefined): string {
