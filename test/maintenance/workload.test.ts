@@ -8,6 +8,9 @@ import { loadDeletionVectors } from '../../src/engine/read-scan.ts';
 import { parseLogFileName } from '../../src/format/delta/actions.ts';
 import type { ScanTask } from '../../src/format/scan-task.ts';
 import { Lakehouse, type Table } from '../../src/index.ts';
+import { readManifestList } from '../../src/table/commit/manifest-io.ts';
+import { rawCommit, setRef } from '../../src/table/commit/table-actions.ts';
+import { committedOrThrow, Transaction } from '../../src/table/commit/transaction.ts';
 import { compact, type CompactOptions } from '../../src/maintenance/compact.ts';
 import { expireSnapshots, type ExpireResult } from '../../src/maintenance/expire.ts';
 import { runMaintenance, type FullMaintenanceResult } from '../../src/maintenance/maintain.ts';
@@ -17,7 +20,8 @@ import { errorOf, listFiles, tempDir } from '../helpers.ts';
 
 /**
  * A seeded random workload against an in-memory model: appends, overwrites, merges and deletes
- * (copy-on-write and merge-on-read), partition evolution, interleaved with every maintenance
+ * (copy-on-write and merge-on-read), partition evolution, tags set and removed (expiry keeps what
+ * they name), interleaved with every maintenance
  * operation, on a partitioned (format v2: position delete files) and an unpartitioned table
  * (format v3: deletion vectors). The lakehouse's clock moves an hour a step, so expiry really
  * expires; orphan and metadata cleanup are given a `now` past their safety windows (file ages
@@ -28,7 +32,8 @@ import { errorOf, listFiles, tempDir } from '../helpers.ts';
  * reads the model's rows for it, and every file they reference exists; the snapshots and Delta
  * versions left are exactly the model's, so what expiry expired is gone and nothing else is.
  *
- * A failure names the seed and the steps so far; `TWINLAKE_WORKLOAD_SEEDS=5,6,7` runs other seeds.
+ * A failure names the seed and the steps so far; `TWINLAKE_WORKLOAD_SEEDS=5,6,7` runs other seeds,
+ * `TWINLAKE_WORKLOAD_LOG=1` prints every run's steps.
  */
 
 const HOUR = 3600e3;
@@ -77,7 +82,9 @@ const SCHEMA = {
 /** The model: the live rows, and the rows of every snapshot and Delta version the table retains. */
 class Model {
   rows = new Map<number, Row>();
-  snapshots = new Map<bigint, { rows: string[]; timestampMs: number }>();
+  snapshots = new Map<bigint, { rows: string[]; timestampMs: number; version: number }>();
+  /** Tags (name → snapshot): expiry keeps what they name. */
+  tags = new Map<string, bigint>();
   versions = new Map<number, string[]>();
   nextId = 0;
   latest: bigint | undefined;
@@ -107,6 +114,8 @@ type StepKind =
   | 'delete-cow'
   | 'delete-mor'
   | 'evolve'
+  | 'tag'
+  | 'untag'
   | 'snapshot_expiry'
   | 'orphan_cleanup'
   | 'compaction'
@@ -114,7 +123,7 @@ type StepKind =
   | 'delta_checkpoint'
   | 'full_maintenance';
 
-const WRITES: StepKind[] = ['append', 'append', 'merge-cow', 'merge-mor', 'merge-mor', 'delete-cow', 'delete-mor', 'overwrite'];
+const WRITES: StepKind[] = ['append', 'append', 'merge-cow', 'merge-mor', 'merge-mor', 'delete-cow', 'delete-mor', 'overwrite', 'tag', 'untag'];
 const MAINTENANCE: StepKind[] = ['snapshot_expiry', 'snapshot_expiry', 'orphan_cleanup', 'compaction', 'metadata_cleanup', 'delta_checkpoint', 'full_maintenance'];
 
 /**
@@ -179,13 +188,17 @@ async function checkAgainstModel(t: Table, m: Model, dir: string, conn: DuckDBCo
   // The table keeps exactly the model's snapshots and Delta versions: expired ones are gone.
   const metadata = await t.metadata();
   expect(metadata.snapshots.map((s) => s['snapshot-id']).sort(), 'retained snapshots').toEqual([...m.snapshots.keys()].sort());
+  expect(Object.entries(metadata.refs).filter(([, ref]) => ref.type === 'tag').map(([name, ref]) => [name, ref['snapshot-id']]).sort(), 'tags').toEqual([...m.tags].sort());
   expect(commitVersions(dir), 'retained Delta versions').toEqual([...m.versions.keys()].sort((a, b) => a - b));
   expect(existsSync(join(dir, 'metadata', 'version-hint.text'))).toBe(true);
+  const { metadataLocation } = await t.context.catalog.loadTable(t.context.ident);
+  for (const f of [metadataLocation, ...(metadata['metadata-log'] ?? []).map((e) => e['metadata-file'])]) expect(existsSync(localPath(f)), `metadata file ${f}`).toBe(true);
 
   for (const s of metadata.snapshots) {
     const id = s['snapshot-id'];
     const what = `snapshot ${id}`;
     expect(existsSync(localPath(s['manifest-list'])), `${what}: manifest list`).toBe(true);
+    for (const mf of await readManifestList(t.context.io, s['manifest-list'])) expect(existsSync(localPath(mf['manifest-path'])), `${what}: manifest ${mf['manifest-path']}`).toBe(true);
     expect(s['timestamp-ms'], `${what}: timestamp`).toBe(m.snapshots.get(id)!.timestampMs);
     const want = m.snapshots.get(id)!.rows;
     expect(canon(await t.read({ snapshotId: id })), `${what}, our reader`).toEqual(want);
@@ -232,17 +245,19 @@ function age(dir: string, files: string[], ms: number): void {
 async function expectExpiry(t: Table, m: Model, r: ExpireResult, nowMs: number, retentionMs: number): Promise<void> {
   const metadata = await t.metadata();
   const current = metadata['current-snapshot-id'];
-  // A linear history with no refs but main: everything older than the cutoff but the current snapshot goes.
+  // One linear branch: the current snapshot, the tagged ones and those within the retention are
+  // kept; the Delta log is kept from the oldest version mirroring one of them, and so is every
+  // snapshot a version from there mirrors. The rest goes.
   const cutoff = nowMs - retentionMs;
   expect(r.cutoffMs).toBe(cutoff);
-  const expected = [...m.snapshots].filter(([id, s]) => s.timestampMs < cutoff && id !== current).map(([id]) => id);
+  const tagged = new Set(m.tags.values());
+  const keptFrom = Math.min(...[...m.snapshots].filter(([id, s]) => id === current || tagged.has(id) || s.timestampMs >= cutoff).map(([, s]) => s.version));
+  const expected = [...m.snapshots].filter(([, s]) => s.version < keptFrom).map(([id]) => id);
   expect([...r.expiredSnapshots].sort(), 'expired snapshots').toEqual(expected.sort());
   for (const id of expected) m.snapshots.delete(id);
   for (const id of expected) expect((await errorOf(t.read({ snapshotId: id }))).kind, `snapshot ${id} expired`).toBe('not-found');
-  // The Delta log is kept from the oldest version mirroring a kept snapshot; older versions are gone.
-  const history = await t.history();
-  const versionOf = new Map(history.map((h) => [h.snapshotId, h.deltaVersion]));
-  const keptFrom = Math.min(...[...m.snapshots.keys()].map((id) => versionOf.get(id)!));
+  for (const id of tagged) expect(m.snapshots.has(id), `tagged snapshot ${id} kept`).toBe(true);
+  // Versions before the oldest kept one are gone from the log.
   expect(r.delta?.keptFromVersion, 'kept from version').toBe(keptFrom);
   const gone = [...m.versions.keys()].filter((v) => v < keptFrom);
   if (gone.length > 0) expect(r.delta!.removedLogFiles.length).toBeGreaterThan(0);
@@ -278,8 +293,8 @@ async function runWorkload(lake: Lakehouse, clock: { t: number }, warehouse: str
     if (snapshotId === m.latest) return expect(m.current(), 'rows of a change that committed nothing').toEqual(m.snapshots.get(snapshotId)!.rows);
     expect(m.snapshots.has(snapshotId)).toBe(false);
     m.latest = snapshotId;
-    m.snapshots.set(snapshotId, { rows: m.current(), timestampMs: clock.t });
     expect(deltaVersion, `snapshot ${snapshotId} has a Delta version`).toBeDefined();
+    m.snapshots.set(snapshotId, { rows: m.current(), timestampMs: clock.t, version: deltaVersion! });
     m.versions.set(deltaVersion!, m.current());
   };
   const rowsFor = (ids: number[]) => ids.map((id) => ({ id, grp: grpOf(id), v: r.int(0, 999) }));
@@ -337,6 +352,21 @@ async function runWorkload(lake: Lakehouse, clock: { t: number }, warehouse: str
           const doomed = byValue ? [...m.rows.values()].filter((row) => row.v < threshold).map((row) => row.id) : ids;
           for (const id of doomed) m.rows.delete(id);
           record(w.snapshotId, w.deltaVersion);
+          break;
+        }
+        case 'tag': {
+          const name = `keep-${i}`;
+          detail = `${name} on ${m.latest}`;
+          committedOrThrow(await new Transaction(t.context, [setRef(name, m.latest!, 'tag')]).commit());
+          m.tags.set(name, m.latest!);
+          break;
+        }
+        case 'untag': {
+          const name = r.pick([...m.tags.keys(), undefined]);
+          detail = name ?? 'none';
+          if (name === undefined) break;
+          committedOrThrow(await new Transaction(t.context, [rawCommit({ requirements: [], updates: [{ action: 'remove-snapshot-ref', 'ref-name': name }] })]).commit());
+          m.tags.delete(name);
           break;
         }
         case 'snapshot_expiry': {
@@ -412,6 +442,7 @@ async function runWorkload(lake: Lakehouse, clock: { t: number }, warehouse: str
       throw err;
     }
   }
+  if (process.env.TWINLAKE_WORKLOAD_LOG) console.log(`workload seed ${seed} (${shape.name}):\n  ${log.join('\n  ')}`);
   // The whole history agrees file by file across the formats.
   expect((await t.verify({ allVersions: true })).findings).toEqual([]);
   // Every kind of step ran.
