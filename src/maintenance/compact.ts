@@ -104,10 +104,12 @@ interface Group {
  *   write amplification Iceberg's 5 guards against is bounded here by the 75% rule: a
  *   partition's compacted file stops being rewritten once it is near the target.
  * - delete-ratio-threshold, 0.3: the same for files of at least the minimum size, so a file near
- *   the target is not rewritten whole for a few deleted rows. A smaller file with deletes is
- *   rewritten with its group, whatever the ratio (Iceberg's delete-file-threshold is off by
- *   default too): the issue's "rewrites fold in row-level deletes", and on a dual table each
- *   delete costs two files (the Iceberg delete file and the Delta DV file).
+ *   the target is not rewritten whole for a few deleted rows. A smaller file is a candidate by
+ *   its size, and a group holding deletes is rewritten even when it would not become fewer
+ *   files, whatever the ratio, where Iceberg would leave a lone small file with a few deletes
+ *   (its delete-file-threshold, 2147483647, is off): rewrites fold in row-level deletes (issue
+ *   13), and on a dual table each delete costs two files (the Iceberg delete file and the Delta
+ *   DV file).
  * - max-file-group-size-bytes, 100 GB: the same. partial-progress.enabled false: the same (one
  *   commit for every group). max-file-size-bytes (180%, for splitting large files) is not used:
  *   a file above the target is left as it is.
