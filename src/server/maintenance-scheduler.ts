@@ -84,6 +84,11 @@ export class MaintenanceScheduler {
     this.intervalMs = opts.intervalMs ?? DEFAULT_TICK_MS;
   }
 
+  /** The per-table runs this scheduler shares with the API's maintenance route. */
+  get locks(): TableLocks {
+    return this.opts.locks;
+  }
+
   start(): void {
     if (this.timer || this.stopping) return;
     this.timer = setInterval(() => void this.tick(), this.intervalMs);
