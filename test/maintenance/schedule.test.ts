@@ -10,6 +10,8 @@ import {
   type CronFields,
   type Schedule,
 } from '../../src/format/dual/maintenance-schedule.ts';
+import { parseConfigFile } from '../../src/config/config-file.ts';
+import { maintenanceDefaultsFor, resolveConfig } from '../../src/config/resolve-config.ts';
 import { errorOf } from '../helpers.ts';
 
 /**
@@ -198,5 +200,36 @@ describe('due operations', () => {
 
   test('off schedules nothing', () => {
     expect(dueOperations(schedules({ full_maintenance: 'off' }), new Map(), now)).toEqual([]);
+  });
+});
+
+describe('the config file\'s maintenance keys', () => {
+  const resolve = (text: string) => resolveConfig({ file: parseConfigFile(text, '/etc/lake/twinlake.yaml'), env: {} });
+
+  test('a warehouse-wide schedule, a per-table one, and background on by default', () => {
+    const c = resolve(`catalog: { namespace: sales }
+maintenance:
+  schedule: { full_maintenance: "0 3 * * *", compaction: every 6h }
+tables:
+  orders:
+    snapshotRetention: 3d
+    maintenance: { schedule: every 1h }
+`);
+    expect(c.maintenance).toEqual({ schedule: { full_maintenance: '0 3 * * *', compaction: 'every 6h' }, background: true });
+    expect(maintenanceDefaultsFor(c, 'orders')).toEqual({ retention: 3 * 86400e3, schedule: 'every 1h', warehouseSchedule: { full_maintenance: '0 3 * * *', compaction: 'every 6h' } });
+    // Unset stays unset: the table's properties, then the seed's defaults, decide.
+    expect(maintenanceDefaultsFor(c, 'returns')).toEqual({ warehouseSchedule: { full_maintenance: '0 3 * * *', compaction: 'every 6h' } });
+    expect(resolveConfig({ env: { TWINLAKE_MAINTENANCE_BACKGROUND: 'false', TWINLAKE_MAINTENANCE_SCHEDULE: '@daily' } }).maintenance).toEqual({ background: false, schedule: '@daily' });
+  });
+
+  test('a bad schedule in the file names the key, line and column, the value and what was expected', async () => {
+    const e = await errorOf(() => resolve('maintenance:\n  schedule: "61 * * * *"\n'));
+    expect(e.message).toBe(
+      'config /etc/lake/twinlake.yaml, line 2, column 3: "maintenance.schedule" must be an interval such as "every 6h" or "1d", a 5-field cron expression in UTC such as "0 3 * * *", or "off" (minute field "61": 61 is outside 0-59), found "61 * * * *"',
+    );
+    const op = await errorOf(() => resolve('tables:\n  a.b:\n    maintenance:\n      schedule: { vacuum: 1d }\n'));
+    expect(op.message).toBe('config /etc/lake/twinlake.yaml, line 4, column 7: tables["a.b"].maintenance.schedule names "vacuum", which is no operation (expected full_maintenance, compaction, snapshot_expiry, delta_checkpoint, metadata_cleanup, orphan_cleanup), found {"vacuum":"1d"}');
+    const env = await errorOf(() => resolveConfig({ env: { TWINLAKE_MAINTENANCE_BACKGROUND: 'sometimes' } }));
+    expect(env.message).toBe('environment: TWINLAKE_MAINTENANCE_BACKGROUND must be true or false, found "sometimes"');
   });
 });
