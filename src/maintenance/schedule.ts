@@ -94,13 +94,14 @@ export interface DueRun {
 /**
  * Runs the table's due operations one after another, each logged. The first that fails ends the
  * table's turn (the rest wait for the next time, after the failure is looked at); its error is in
- * the answer, not thrown. `stop` is asked before each operation.
+ * the answer, not thrown. `stop` is asked before each operation, `onStart` told of each.
  */
-export async function runDue(table: Table, plan: DuePlan, defaults: MaintenanceDefaults, trigger: RunTrigger = 'schedule', opts: { stop?: () => boolean } = {}): Promise<DueRun[]> {
+export async function runDue(table: Table, plan: DuePlan, defaults: MaintenanceDefaults, trigger: RunTrigger = 'schedule', opts: { stop?: () => boolean; onStart?: (operation: ScheduledOperation) => void } = {}): Promise<DueRun[]> {
   const out: DueRun[] = [];
   for (const operation of plan.due) {
     // Stopping (a server shutting down): the operation under way finished, the next waits.
     if (opts.stop?.()) break;
+    opts.onStart?.(operation);
     try {
       const { run } = await runAndLog(table, operation, scheduledOptions(defaults), trigger);
       out.push({ operation, outcome: 'completed', run });

@@ -76,6 +76,7 @@ export class MaintenanceScheduler {
   private timer: NodeJS.Timeout | undefined;
   private current: Promise<TickReport> | undefined;
   private stopping = false;
+  private running: { table: string; operation: string } | undefined;
   private readonly clock: Clock;
   private readonly intervalMs: number;
 
@@ -87,6 +88,11 @@ export class MaintenanceScheduler {
   /** The per-table runs this scheduler shares with the API's maintenance route. */
   get locks(): TableLocks {
     return this.opts.locks;
+  }
+
+  /** The scheduled run under way, if any. */
+  get runningNow(): { table: string; operation: string } | undefined {
+    return this.running;
   }
 
   start(): void {
@@ -136,7 +142,17 @@ export class MaintenanceScheduler {
         const runs = await locks.run(name, async () => {
           // Looked at again under the lock: a run that just ended may have done it.
           const fresh = await duePlan(table, defaults, this.clock.nowMs());
-          return runDue(table, fresh, defaults, 'schedule', { stop: () => this.stopping });
+          try {
+            return await runDue(table, fresh, defaults, 'schedule', {
+              stop: () => this.stopping,
+              onStart: (operation) => {
+                this.running = { table: name, operation };
+                log?.info({ table: name, operation }, 'maintenance: scheduled run started');
+              },
+            });
+          } finally {
+            this.running = undefined;
+          }
         });
         report.ran.push({ table: name, runs });
         for (const r of runs) {

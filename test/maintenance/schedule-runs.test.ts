@@ -52,6 +52,11 @@ describe('run log', () => {
     expect(after.currentSnapshotId).not.toBe(before);
     expect(run!.snapshotId).toBe(String(after.currentSnapshotId));
     expect(run!.deltaVersion).toBe(after.deltaVersion);
+    // The history shows the commit as maintenance: the snapshot summary names compaction, Delta says OPTIMIZE.
+    const [head] = await t.history();
+    expect(head).toMatchObject({ operation: 'replace', change: 'compaction' });
+    const commit = readFileSync(join(tmp.path, 'log', 'orders', '_delta_log', `${String(after.deltaVersion).padStart(20, '0')}.json`), 'utf8');
+    expect(JSON.parse(commit.split('\n')[0]!).commitInfo).toMatchObject({ operation: 'OPTIMIZE', icebergSnapshotId: expect.anything() });
 
     // Old snapshots go: the entry names them and the Delta log files removed.
     clock.t += 10 * DAY;

@@ -75,7 +75,7 @@ describe('background maintenance', () => {
       expect(runs[0]).toMatchObject({ table: name, operation: 'compaction', trigger: 'schedule', outcome: 'completed', rewritten: { files: 3 }, added: { files: 1 } });
       expect((await lake.table(name).describe()).files).toBe(1);
       const commits = (await call('GET', `/api/managed-lakehouse/tables/${await idOf(name)}/commits`)).json.commits;
-      expect(commits[0]).toMatchObject({ icebergSnapshotId: runs[0]!.snapshotId, operation: 'replace', maintenance: { operation: 'compaction', runId: runs[0]!.id } });
+      expect(commits[0]).toMatchObject({ icebergSnapshotId: runs[0]!.snapshotId, operation: 'replace', change: 'compaction', maintenance: { operation: 'compaction', runId: runs[0]!.id } });
       expect(commits.slice(1).every((c: { maintenance?: unknown }) => c.maintenance === undefined)).toBe(true);
     }
     expect(await runsOf('ops.unscheduled')).toEqual([]);
@@ -142,8 +142,12 @@ describe('background maintenance', () => {
     clock.offset += 6 * HOUR;
     const scheduler = app.maintenanceScheduler!;
     const before = { one: (await runsOf('ops.one')).length, two: (await runsOf('ops.two')).length };
-    const tick = scheduler.tick();
-    while (!scheduler.locks.busy('ops.one')) await new Promise((r) => setTimeout(r, 5));
+    let ticked = false;
+    const tick = scheduler.tick().finally(() => (ticked = true));
+    while (scheduler.runningNow?.table !== 'ops.one') {
+      expect(ticked, 'the tick ended before ops.one was seen running').toBe(false);
+      await new Promise((r) => setTimeout(r, 2));
+    }
     await app.close();
     const report = await tick;
     // ops.one's run finished and was logged; ops.two, after it, never started.
