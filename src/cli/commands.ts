@@ -21,7 +21,7 @@ import { redact } from '../config/redact.ts';
 import { CONFIG_KEYS, parseDuration, parseSize, TABLE_KEYS } from '../config/config-keys.ts';
 import { MAINTENANCE_OPERATIONS } from '../maintenance/maintain.ts';
 import { runAndLog } from '../maintenance/run-log.ts';
-import { maintainDue, scheduledOptions } from '../maintenance/schedule.ts';
+import { maintainDue, configuredOptions } from '../maintenance/schedule.ts';
 import { systemClock } from '../core/clock.ts';
 import { Props } from '../format/dual/table-properties.ts';
 import { registerServerCommands } from './server-commands.ts';
@@ -362,7 +362,7 @@ export function registerCommands(program: Command): void {
         const name = tableName(config, table);
         const columns = (v: string | undefined) => v?.split(',').map((c) => c.trim()).filter((c) => c !== '');
         const { result: r } = await runAndLog(lake.table(name), operation, {
-          ...scheduledOptions(maintenanceDefaultsFor(config, name)),
+          ...configuredOptions(maintenanceDefaultsFor(config, name)),
           ...(retention !== undefined ? { retention } : {}),
           ...(olderThan !== undefined ? { olderThan } : {}),
           ...(o.sort !== undefined ? { sort: columns(o.sort) } : {}),

@@ -75,8 +75,8 @@ export async function duePlan(table: Table, defaults: MaintenanceDefaults, nowMs
   return { table: table.name, source, due, next };
 }
 
-/** The options a scheduled run takes: the config's retention and target, below the table's own. */
-export function scheduledOptions(defaults: MaintenanceDefaults): MaintenanceOptions {
+/** The options a run takes from the config: its retention and target, below the table's own properties. */
+export function configuredOptions(defaults: MaintenanceDefaults): MaintenanceOptions {
   const configured = {
     ...(defaults.retention !== undefined ? { retention: defaults.retention } : {}),
     ...(defaults.targetFileSize !== undefined ? { targetFileSize: defaults.targetFileSize } : {}),
@@ -103,7 +103,7 @@ export async function runDue(table: Table, plan: DuePlan, defaults: MaintenanceD
     if (opts.stop?.()) break;
     opts.onStart?.(operation);
     try {
-      const { run } = await runAndLog(table, operation, scheduledOptions(defaults), trigger);
+      const { run } = await runAndLog(table, operation, configuredOptions(defaults), trigger);
       out.push({ operation, outcome: 'completed', run });
     } catch (e) {
       out.push({ operation, outcome: 'failed', error: { kind: isTwinlakeError(e) ? e.kind : 'internal', message: (e as Error).message } });

@@ -16,7 +16,7 @@ import { parseDuration } from '../config/config-keys.ts';
 import { TableIndex } from './table-index.ts';
 import { TableLocks } from './maintenance-scheduler.ts';
 import { listRuns, runAndLog } from '../maintenance/run-log.ts';
-import { scheduledOptions, type MaintenanceDefaults } from '../maintenance/schedule.ts';
+import { configuredOptions, type MaintenanceDefaults } from '../maintenance/schedule.ts';
 
 export interface ManagementOptions {
   lake: Lakehouse;
@@ -325,7 +325,7 @@ export const managementRoutes: FastifyPluginAsync<ManagementOptions> = async (ap
     const { name, table } = await index.resolve(request.params.tableId);
     // A run in progress on the table (a scheduled one too) is waited for: one at a time per table.
     const { result, run } = await locks.run(name, () => runAndLog(table, operation, {
-      ...scheduledOptions(opts.maintenanceDefaultsFor?.(name) ?? {}),
+      ...configuredOptions(opts.maintenanceDefaultsFor?.(name) ?? {}),
       ...(retention !== undefined ? { retention: durationMs(retention) } : {}),
       ...(olderThan !== undefined ? { olderThan: durationMs(olderThan, 'olderThan') } : {}),
       ...(sort !== undefined ? { sort } : {}),
