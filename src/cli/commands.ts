@@ -1,6 +1,6 @@
 import { readFile, stat } from 'node:fs/promises';
-import type { Command } from 'commander';
-import { invalidInput } from '../core/errors.ts';
+import { CommanderError, type Command } from 'commander';
+import { invalidInput, TwinlakeError, type ErrorKind } from '../core/errors.ts';
 import { parseJson, stringifyJson } from '../core/json.ts';
 import { Lakehouse } from '../table/lakehouse.ts';
 import { resolveEngineSettings } from '../engine/engine-settings.ts';
@@ -9,17 +9,20 @@ import { parseFormats, type RowChangeStrategy } from '../format/dual/table-prope
 import { parseTxnOption } from '../format/dual/write-txn.ts';
 import type { ReadOptions } from '../table/table.ts';
 import type { StructType } from '../format/iceberg/types.ts';
-import { formatTable, printAlter, printRegister, printDescription, printEngine, printFiles, printHistory, printTableSummaries, printVerify, printWriteResult, printMaintenance } from './format.ts';
-import { code as exitCode } from './exit-codes.ts';
+import { formatTable, printAlter, printRegister, printDescription, printEngine, printFiles, printHistory, printTableSummaries, printVerify, printWriteResult, printMaintenance, printDueReport } from './format.ts';
+import { code as exitCode, exitCodeOf } from './exit-codes.ts';
 import { parseRowCount, runQuickstart } from './quickstart.ts';
 import { withProgress } from './progress.ts';
 import { repeatable } from './options.ts';
 import { runConfig, type SettingOptions } from './settings.ts';
 import { openConfiguredLakehouse } from '../config/load-config.ts';
-import { qualifyTableName, tableDefaultsFor, type TableDefaults, type TwinlakeConfig } from '../config/resolve-config.ts';
+import { maintenanceDefaultsFor, qualifyTableName, tableDefaultsFor, type TableDefaults, type TwinlakeConfig } from '../config/resolve-config.ts';
 import { redact } from '../config/redact.ts';
 import { CONFIG_KEYS, parseDuration, parseSize, TABLE_KEYS } from '../config/config-keys.ts';
-import { MAINTENANCE_OPERATIONS, runMaintenance } from '../maintenance/maintain.ts';
+import { MAINTENANCE_OPERATIONS } from '../maintenance/maintain.ts';
+import { runAndLog } from '../maintenance/run-log.ts';
+import { maintainDue, configuredOptions } from '../maintenance/schedule.ts';
+import { systemClock } from '../core/clock.ts';
 import { Props } from '../format/dual/table-properties.ts';
 import { registerServerCommands } from './server-commands.ts';
 
@@ -296,19 +299,49 @@ export function registerCommands(program: Command): void {
       }, { readOnly: !o.repair });
     });
 
-  command('maintain', 'twinlake maintain sales.orders --operation snapshot_expiry --retention 7d --dry-run', 'twinlake maintain sales.orders --operation full_maintenance --json')
-    .description(`run a maintenance operation: ${MAINTENANCE_OPERATIONS.join(', ')}`)
-    .argument('<table>', 'namespace.table')
-    .requiredOption('--operation <op>', MAINTENANCE_OPERATIONS.join(' | '))
-    .option('--retention <duration>', "snapshot_expiry: keep snapshots younger than this (7d, 36h, 2w); default the table's history.expire.max-snapshot-age-ms, else 7d")
+  command(
+    'maintain',
+    'twinlake maintain sales.orders --operation snapshot_expiry --retention 7d --dry-run',
+    'twinlake maintain sales.orders --operation full_maintenance --json',
+    'twinlake maintain --all --due          # from cron: every due operation of every table',
+  )
+    .description(`run a maintenance operation: ${MAINTENANCE_OPERATIONS.join(', ')}; or, with --all --due, what the schedules (maintenance.schedule) say is due`)
+    .argument('[table]', 'namespace.table')
+    .option('--operation <op>', MAINTENANCE_OPERATIONS.join(' | '))
+    .option('--all', 'every table of the catalog (with --due)')
+    .option('--due', "the operations each table's schedule says are due (table property maintenance.schedule, else the config's), by its run log")
+    .option('--retention <duration>', "snapshot_expiry: keep snapshots younger than this (7d, 36h, 2w); default the table's history.expire.max-snapshot-age-ms, else the config's snapshotRetention, else 7d")
     .option('--sort <columns>', 'compaction: write each group sorted by these columns (comma-separated)')
     .option('--zorder <columns>', 'compaction: write each group in Z-order of these columns (comma-separated)')
-    .option('--target-file-size <bytes>', "compaction: the file size to aim for (512MB, 128MiB); default the table's write.target-file-size-bytes, else 128 MiB")
+    .option('--target-file-size <bytes>', "compaction: the file size to aim for (512MB, 128MiB); default the table's write.target-file-size-bytes, else the config's compactionTarget, else 128 MiB")
     .option('--explain <filter>', 'compaction: report the files this filter scans before and after')
     .option('--older-than <duration>', 'orphan_cleanup, metadata_cleanup: only files older than this (default 3d for orphans, 1h for metadata; at least 1h)')
     .option('--dry-run', 'list what would be done, changing nothing')
     .option('--json', 'print as JSON')
-    .action(async (table: string, o: { operation: string; retention?: string; olderThan?: string; sort?: string; zorder?: string; targetFileSize?: string; explain?: string; dryRun?: boolean; json?: boolean }, cmd: Command) => {
+    .action(async (table: string | undefined, o: { operation?: string; all?: boolean; due?: boolean; retention?: string; olderThan?: string; sort?: string; zorder?: string; targetFileSize?: string; explain?: string; dryRun?: boolean; json?: boolean }, cmd: Command) => {
+      if (o.all || o.due) {
+        if (!o.all || !o.due || table !== undefined || o.operation !== undefined) {
+          throw new CommanderError(2, 'twinlake.usage', 'error: maintain: --all goes with --due, without a table or --operation (twinlake maintain --all --due [--dry-run])');
+        }
+        const extra = ['retention', 'olderThan', 'sort', 'zorder', 'targetFileSize', 'explain'].filter((k) => o[k as keyof typeof o] !== undefined);
+        if (extra.length) throw new CommanderError(2, 'twinlake.usage', `error: maintain: --all --due runs each operation with the table's own settings; --${extra.map((k) => k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)).join(', --')} do not go with it`);
+        await using(cmd, async (lake, config) => {
+          const report = await maintainDue(lake, (name) => maintenanceDefaultsFor(config, name), { dryRun: o.dryRun === true, clock: systemClock });
+          if (o.json) out(stringifyJson(report, 2));
+          else for (const line of printDueReport(report, o.dryRun === true)) out(line);
+          const failed = report.filter((t) => t.error || t.runs.some((r) => r.outcome === 'failed'));
+          if (failed.length) {
+            process.stderr.write(`maintain: failed on ${failed.map((t) => t.table).join(', ')}\n`);
+            // The first failure's code, as if it had been thrown (3 a bad setting, 6 storage, ...).
+            const first = failed[0]!.error ?? failed[0]!.runs.find((r) => r.outcome === 'failed')!.error!;
+            process.exitCode = exitCodeOf(new TwinlakeError(first.kind as ErrorKind, first.message));
+          }
+        }, { readOnly: o.dryRun === true });
+        return;
+      }
+      if (table === undefined || o.operation === undefined) {
+        throw new CommanderError(2, 'twinlake.usage', `error: maintain: give a table and --operation OP (${MAINTENANCE_OPERATIONS.join(', ')}), or --all --due`);
+      }
       const duration = (value: string | undefined, flag: string): number | undefined => {
         if (value === undefined) return undefined;
         try {
@@ -326,10 +359,12 @@ export function registerCommands(program: Command): void {
       };
       const retention = duration(o.retention, '--retention');
       const olderThan = duration(o.olderThan, '--older-than');
+      const operation = o.operation;
       await using(cmd, async (lake, config) => {
         const name = tableName(config, table);
         const columns = (v: string | undefined) => v?.split(',').map((c) => c.trim()).filter((c) => c !== '');
-        const r = await runMaintenance(lake.table(name), o.operation, {
+        const { result: r } = await runAndLog(lake.table(name), operation, {
+          ...configuredOptions(maintenanceDefaultsFor(config, name)),
           ...(retention !== undefined ? { retention } : {}),
           ...(olderThan !== undefined ? { olderThan } : {}),
           ...(o.sort !== undefined ? { sort: columns(o.sort) } : {}),

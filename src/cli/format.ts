@@ -12,6 +12,7 @@ import type { VerifyResult } from '../table/manage/verify.ts';
 import type { WriteResult } from '../table/write/writer.ts';
 import { Props } from '../format/dual/table-properties.ts';
 import type { MaintenanceResult } from '../maintenance/maintain.ts';
+import type { DueReport } from '../maintenance/schedule.ts';
 
 function cell(v: unknown): string {
   if (v === null || v === undefined) return 'NULL';
@@ -306,4 +307,48 @@ export function printMaintenance(table: string, r: MaintenanceResult): string {
     lines.push(`  ${r.note}`);
   }
   return lines.join('\n');
+}
+
+/** `twinlake maintain --all --due`: per table, what ran (or would run) and how it went. */
+export function printDueReport(report: DueReport[], dryRun: boolean): string[] {
+  const lines: string[] = [];
+  for (const t of report) {
+    if (t.error) {
+      lines.push(`${t.table}: failed: ${t.error.message}`);
+      continue;
+    }
+    if (t.source === 'none') {
+      lines.push(`${t.table}: no schedule`);
+      continue;
+    }
+    if (!t.due?.length) {
+      const next = (t.next ?? []).filter((n) => n.dueAt !== null).map((n) => `${n.operation} at ${n.dueAt}`);
+      lines.push(`${t.table}: nothing due${next.length ? ` (next: ${next.join(', ')})` : ''}`);
+      continue;
+    }
+    if (dryRun) {
+      lines.push(`${t.table}: would run ${t.due.join(', ')} (schedule from ${t.source})`);
+      continue;
+    }
+    lines.push(`${t.table}: ran ${t.runs.map((r) => r.operation).join(', ')} (schedule from ${t.source})`);
+    for (const r of t.runs) {
+      if (r.outcome === 'failed') {
+        lines.push(`  ${r.operation}: failed: ${r.error?.message}`);
+        continue;
+      }
+      const run = r.run!;
+      const did = [
+        run.rewritten.files ? `rewrote ${run.rewritten.files} file(s), ${formatBytes(run.rewritten.bytes)} → ${run.added.files} file(s)` : '',
+        run.expiredSnapshots.length ? `expired ${run.expiredSnapshots.length} snapshot(s)` : '',
+        run.removed.files ? `removed ${run.removed.files} file(s)` : '',
+        run.bytesFreed ? `freed ${formatBytes(run.bytesFreed)}` : '',
+        run.snapshotId !== undefined ? `committed snapshot ${run.snapshotId}` : '',
+        run.deltaVersion !== undefined ? `delta version ${run.deltaVersion}` : '',
+      ].filter(Boolean);
+      lines.push(`  ${r.operation}: completed in ${run.durationMs} ms${did.length ? `; ${did.join(', ')}` : '; nothing to do'}`);
+    }
+    const skipped = t.due.filter((op) => !t.runs.some((r) => r.operation === op));
+    if (skipped.length) lines.push(`  not run after the failure: ${skipped.join(', ')}`);
+  }
+  return lines;
 }

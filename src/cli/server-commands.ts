@@ -1,10 +1,10 @@
-import { parseSize } from '../config/config-keys.ts';
+import { parseDuration, parseSize } from '../config/config-keys.ts';
 import type { Command } from 'commander';
 import { invalidInput } from '../core/errors.ts';
 import { stringifyJson } from '../core/json.ts';
 import { openConfiguredLakehouse } from '../config/load-config.ts';
 import { redact } from '../config/redact.ts';
-import type { TwinlakeConfig } from '../config/resolve-config.ts';
+import { maintenanceDefaultsFor, type TwinlakeConfig } from '../config/resolve-config.ts';
 import { buildServer } from '../server/app.ts';
 import { defaultTokensFile, parseScope, TokenAuth, TokenStore } from '../server/auth.ts';
 import { DEFAULT_MAX_RECORD_BYTES } from '../server/records.ts';
@@ -31,6 +31,16 @@ function parseBytes(raw: string): number {
   }
 }
 
+function parseInterval(raw: string): number {
+  try {
+    const ms = parseDuration(raw);
+    if (ms >= 1000) return ms;
+  } catch {
+    // said below
+  }
+  throw invalidInput(`serve: --maintenance-interval expects a duration of at least 1s such as "1m" or "30s", found ${JSON.stringify(raw)}`);
+}
+
 function out(line: string): void {
   process.stdout.write(redact(line) + '\n');
 }
@@ -44,15 +54,22 @@ export function registerServerCommands(command: CommandFactory, settingsOf: (cmd
     .option('--tokens-file <file>', 'the tokens file (default: TWINLAKE_TOKENS_FILE, else <warehouse>/.twinlake/tokens.json)')
     .option('--max-body <size>', `largest record post, e.g. 256MiB (default ${DEFAULT_MAX_RECORD_BYTES / 1024 / 1024}MiB)`)
     .option('--log-level <level>', 'fatal | error | warn | info | debug', 'info')
-    .action(async (o: { host: string; port: string; tokensFile?: string; maxBody?: string; logLevel: string }, cmd: Command) => {
+    .option('--no-maintenance', "do not run due maintenance in the background (the config's maintenance.background: false does the same)")
+    .option('--maintenance-interval <duration>', 'how often the background maintenance looks for due operations (default 1m)')
+    .action(async (o: { host: string; port: string; tokensFile?: string; maxBody?: string; logLevel: string; maintenance: boolean; maintenanceInterval?: string }, cmd: Command) => {
       const port = parsePort(o.port);
       const maxRecordBytes = o.maxBody !== undefined ? parseBytes(o.maxBody) : undefined;
+      const intervalMs = o.maintenanceInterval !== undefined ? parseInterval(o.maintenanceInterval) : undefined;
       const config = await settingsOf(cmd);
+      const background = o.maintenance && config.maintenance.background;
       const tokens = new TokenAuth(new TokenStore(tokensFile(o, config)));
       const { lake, close } = await openConfiguredLakehouse(config);
       let app: Awaited<ReturnType<typeof buildServer>>;
       try {
-        app = await buildServer({ lake, tokens, log: process.stderr, logLevel: o.logLevel, maxRecordBytes, tempDir: config.engine.tempDir, catalogType: config.catalog.type, warehouseUri: config.warehouseUri });
+        app = await buildServer({
+          lake, tokens, log: process.stderr, logLevel: o.logLevel, maxRecordBytes, tempDir: config.engine.tempDir, catalogType: config.catalog.type, warehouseUri: config.warehouseUri,
+          maintenance: { defaultsFor: (name) => maintenanceDefaultsFor(config, name), background: background ? { intervalMs } : false },
+        });
         await app.listen({ host: o.host, port });
       } catch (e) {
         await close();
@@ -61,6 +78,7 @@ export function registerServerCommands(command: CommandFactory, settingsOf: (cmd
       const address = app.server.address();
       const bound = typeof address === 'object' && address ? address.port : port;
       out(`twinlake: serving ${config.warehouseUri} on http://${o.host.includes(':') ? `[${o.host}]` : o.host}:${bound}`);
+      out(background ? `twinlake: background maintenance on (due operations of maintenance.schedule, looked for every ${o.maintenanceInterval ?? '1m'})` : 'twinlake: background maintenance off');
       // The server stops on its own terms: a signal stops new requests and lets those in flight
       // (a commit among them) finish, instead of the CLI's interrupt, which abandons writes.
       await new Promise<void>((resolveStopped) => {

@@ -2,6 +2,7 @@ import { invalidInput, isTwinlakeError } from '../core/errors.ts';
 import { isUri } from '../core/uri.ts';
 import { machineMemoryBytes, parseMemoryLimit } from '../engine/engine-settings.ts';
 import { parseFormats, DEFAULT_TARGET_FILE_SIZE } from '../format/dual/table-properties.ts';
+import { SCHEDULE_EXPECTS, SCHEDULED_OPERATIONS, scheduleProblem } from '../format/dual/maintenance-schedule.ts';
 
 /**
  * Every key of a Twinlake config file, in one table: its type, the environment variable that
@@ -121,6 +122,29 @@ const formats = (value: unknown): string[] => {
   }
 };
 
+/**
+ * A maintenance schedule (`every 6h`, `0 3 * * *`: full_maintenance), or a mapping of operations
+ * to schedules; kept as given (the scheduler parses it with maintenance-schedule.ts).
+ */
+const schedule = (value: unknown): string | Record<string, string> => {
+  if (typeof value === 'string') {
+    const problem = scheduleProblem(value);
+    if (problem !== undefined) throw new BadValue(`must be ${SCHEDULE_EXPECTS} (${problem})`);
+    return value.trim();
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new BadValue();
+  const out: Record<string, string> = {};
+  for (const [operation, text] of Object.entries(value as Record<string, unknown>)) {
+    if (!(SCHEDULED_OPERATIONS as readonly string[]).includes(operation)) throw new BadValue(`names ${JSON.stringify(operation)}, which is no operation (expected ${SCHEDULED_OPERATIONS.join(', ')})`);
+    const problem = typeof text === 'string' ? scheduleProblem(text) : 'not a string';
+    if (problem !== undefined) throw new BadValue(`entry ${operation} must be ${SCHEDULE_EXPECTS} (${problem})`);
+    out[operation] = (text as string).trim();
+  }
+  return out;
+};
+
+const SCHEDULE_KEY_EXPECTS = `${SCHEDULE_EXPECTS}; or a mapping of operations (${SCHEDULED_OPERATIONS.join(', ')}) to schedules`;
+
 /** A URL of a server (`http://127.0.0.1:7480`). */
 const url = (value: unknown): string => {
   const v = text(value);
@@ -178,6 +202,8 @@ export const CONFIG_KEYS: readonly ConfigKey[] = [
   { path: 'catalog.credential.sessionToken', expects: SECRET, check: secretText, env: 'TWINLAKE_CATALOG_SESSION_TOKEN', secret: true, doc: 'glue: session token' },
   { path: 'catalog.credential.clientId', expects: STRING, check: text, env: 'TWINLAKE_CATALOG_CLIENT_ID', doc: 'rest: OAuth2 client ID (client credentials)' },
   { path: 'catalog.credential.clientSecret', expects: SECRET, check: secretText, env: 'TWINLAKE_CATALOG_CLIENT_SECRET', secret: true, doc: 'rest: OAuth2 client secret' },
+  { path: 'maintenance.schedule', expects: SCHEDULE_KEY_EXPECTS, check: schedule, env: 'TWINLAKE_MAINTENANCE_SCHEDULE', default: 'none', doc: 'when maintenance runs for every table without a schedule of its own (a table\'s maintenance.schedule property or tables entry wins): "every 6h", "0 3 * * *" (UTC) for full_maintenance, or { compaction: "every 6h", snapshot_expiry: "1d" }' },
+  { path: 'maintenance.background', expects: 'true or false', check: bool, env: 'TWINLAKE_MAINTENANCE_BACKGROUND', default: 'true', doc: 'twinlake serve runs the due maintenance of every table in the background (--no-maintenance turns it off for one run)' },
   { path: 'memoryLimit', expects: 'a size such as "512MB", "2GiB" or "50%" (string)', check: memoryLimit, env: 'TWINLAKE_MEMORY_LIMIT', flag: '--memory-limit', default: "half the machine's memory", doc: "the engine's memory limit" },
   { path: 'threads', expects: 'a positive whole number', check: positiveInteger, env: 'TWINLAKE_THREADS', flag: '--threads', default: 'every core', doc: "the engine's threads" },
   { path: 'tempDir', expects: FOLDER, check: path, env: 'TWINLAKE_TEMP_DIR', flag: '--temp-dir', relative: true, default: 'the system temp folder', doc: 'where the engine spills and writes stage their files' },
@@ -190,8 +216,9 @@ export const TABLE_KEYS: readonly ConfigKey[] = [
   { path: 'keyColumns', expects: 'column names (a list or "a,b")', check: nameList, doc: 'merge keys (--key)' },
   { path: 'partition', expects: 'a partition spec such as "day(ts), region" (string)', check: text, doc: 'the partition spec (--partition)' },
   { path: 'schemaEvolution', expects: 'true or false', check: bool, default: 'true', doc: 'twinlake.schema-evolution.enabled of a new table' },
-  { path: 'snapshotRetention', expects: 'a duration such as "7d", "36h" or "2w"', check: parseDuration, default: '7d', doc: 'snapshots younger than this are kept by expiry' },
-  { path: 'compactionTarget', expects: 'a size such as "128MiB" or "512MB"', check: parseSize, default: '128MiB', doc: 'the file size compaction aims for' },
+  { path: 'snapshotRetention', expects: 'a duration such as "7d", "36h" or "2w"', check: parseDuration, default: '7d', doc: 'snapshots younger than this are kept by expiry, unless the table sets history.expire.max-snapshot-age-ms' },
+  { path: 'compactionTarget', expects: 'a size such as "128MiB" or "512MB"', check: parseSize, default: '128MiB', doc: 'the file size compaction aims for, unless the table sets write.target-file-size-bytes' },
+  { path: 'maintenance.schedule', expects: SCHEDULE_KEY_EXPECTS, check: schedule, doc: 'when this table\'s maintenance runs, unless its maintenance.schedule property says (as the top-level maintenance.schedule)' },
 ];
 
 /** The key's rule, or undefined. */

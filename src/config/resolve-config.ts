@@ -31,10 +31,23 @@ export interface TableDefaults {
   keyColumns?: string[];
   partition?: string;
   schemaEvolution?: boolean;
-  /** Snapshot expiry keeps snapshots younger than this (default 7 days). */
-  snapshotRetentionMs: number;
-  /** Compaction aims for files of this size (default 128 MiB, Iceberg's write.target-file-size-bytes default). */
-  compactionTargetBytes: number;
+  /**
+   * Snapshot expiry keeps snapshots younger than this, when the table has no
+   * history.expire.max-snapshot-age-ms (unset: the seed's 7 days).
+   */
+  snapshotRetentionMs?: number;
+  /** Compaction aims for files of this size, when the table has no write.target-file-size-bytes (unset: 128 MiB). */
+  compactionTargetBytes?: number;
+  /** When the table's maintenance runs, unless its own maintenance.schedule property says (as given: one schedule or a mapping). */
+  maintenanceSchedule?: string | Record<string, string>;
+}
+
+/** The maintenance settings of a warehouse (`maintenance.*`). */
+export interface MaintenanceConfig {
+  /** Every table's schedule when neither its properties nor its tables entry give one. */
+  schedule?: string | Record<string, string>;
+  /** `twinlake serve` runs due maintenance in the background (default true). */
+  background: boolean;
 }
 
 /** One resolved key, for `twinlake config`: its value as it may be shown, and where it came from. */
@@ -61,6 +74,7 @@ export interface TwinlakeConfig {
   engine: EngineOptions;
   /** `namespace.table` (a default namespace applied) → its defaults. */
   tables: Map<string, TableDefaults>;
+  maintenance: MaintenanceConfig;
   /** Every key that has a value, secrets as `***`. */
   entries: ConfigEntry[];
 }
@@ -159,6 +173,8 @@ export function resolveConfig(sources: ConfigSources = {}): TwinlakeConfig {
   if (value('tempDir') !== undefined) engine.tempDir = resolve(cwd, value<string>('tempDir')!);
 
   const tables = tableDefaults(file, catalog.namespace);
+  const maintenance: MaintenanceConfig = { background: value<boolean>('maintenance.background') ?? true };
+  if (value('maintenance.schedule') !== undefined) maintenance.schedule = value<MaintenanceConfig['schedule']>('maintenance.schedule');
 
   return {
     file: file?.file,
@@ -170,6 +186,7 @@ export function resolveConfig(sources: ConfigSources = {}): TwinlakeConfig {
     catalogConfigured: catalogSet,
     engine,
     tables,
+    maintenance,
     entries: entries(picked, provider, !/^file:/.test(warehouseUri), catalog, tables, fromFile),
   };
 }
@@ -340,10 +357,11 @@ function tableDefaults(file: ConfigFile | undefined, namespace: string | undefin
       throw invalidInput(`config ${file!.file}: tables[${JSON.stringify(name)}] is not a table name: ${e.message}${namespace === undefined && !name.includes('.') ? ' (or set catalog.namespace)' : ''}`);
     }
     if (out.has(qualified)) throw invalidInput(`config ${file!.file}: tables names ${qualified} twice`);
-    const t: TableDefaults = {
-      snapshotRetentionMs: (settings.get('snapshotRetention') as number | undefined) ?? DEFAULT_SNAPSHOT_RETENTION_MS,
-      compactionTargetBytes: (settings.get('compactionTarget') as number | undefined) ?? DEFAULT_COMPACTION_TARGET,
-    };
+    // Unset stays unset: a table property comes before these, and the seed's default after.
+    const t: TableDefaults = {};
+    if (settings.has('snapshotRetention')) t.snapshotRetentionMs = settings.get('snapshotRetention') as number;
+    if (settings.has('compactionTarget')) t.compactionTargetBytes = settings.get('compactionTarget') as number;
+    if (settings.has('maintenance.schedule')) t.maintenanceSchedule = settings.get('maintenance.schedule') as TableDefaults['maintenanceSchedule'];
     if (settings.has('formats')) t.formats = settings.get('formats') as TableFormat[];
     if (settings.has('writeMode')) t.writeMode = settings.get('writeMode') as TableDefaults['writeMode'];
     if (settings.has('keyColumns')) t.keyColumns = settings.get('keyColumns') as string[];
@@ -371,7 +389,22 @@ export function tableDefaultsFor(config: TwinlakeConfig, name: string): TableDef
   } catch {
     // not a table name: no defaults; the command says what is wrong with it
   }
-  return config.tables.get(key) ?? { snapshotRetentionMs: DEFAULT_SNAPSHOT_RETENTION_MS, compactionTargetBytes: DEFAULT_COMPACTION_TARGET };
+  return config.tables.get(key) ?? {};
+}
+
+/**
+ * What the config says of a table's maintenance, in the shape maintenance takes
+ * (src/maintenance/schedule.ts `MaintenanceDefaults`): only what it sets, so that a table
+ * property still wins over it and the seed's defaults apply after it.
+ */
+export function maintenanceDefaultsFor(config: TwinlakeConfig, name: string): { retention?: number; targetFileSize?: number; schedule?: string | Record<string, string>; warehouseSchedule?: string | Record<string, string> } {
+  const t = tableDefaultsFor(config, name);
+  return {
+    ...(t.snapshotRetentionMs !== undefined ? { retention: t.snapshotRetentionMs } : {}),
+    ...(t.compactionTargetBytes !== undefined ? { targetFileSize: t.compactionTargetBytes } : {}),
+    ...(t.maintenanceSchedule !== undefined ? { schedule: t.maintenanceSchedule } : {}),
+    ...(config.maintenance.schedule !== undefined ? { warehouseSchedule: config.maintenance.schedule } : {}),
+  };
 }
 
 function entries(picked: Map<string, Picked>, provider: StorageProvider, providerFromUri: boolean, catalog: CatalogConfig, tables: Map<string, TableDefaults>, fromFile: string): ConfigEntry[] {
@@ -395,8 +428,9 @@ function entries(picked: Map<string, Picked>, provider: StorageProvider, provide
       const v = ({ formats: t.formats?.join(','), writeMode: t.writeMode, keyColumns: t.keyColumns?.join(','), partition: t.partition, schemaEvolution: t.schemaEvolution } as Record<string, unknown>)[key.path];
       if (v !== undefined) row(key.path, v);
     }
-    row('snapshotRetention', `${t.snapshotRetentionMs} ms`, t.snapshotRetentionMs === DEFAULT_SNAPSHOT_RETENTION_MS ? 'default 7d' : source);
-    row('compactionTarget', `${t.compactionTargetBytes} bytes`, t.compactionTargetBytes === DEFAULT_COMPACTION_TARGET ? 'default 128MiB' : source);
+    row('snapshotRetention', `${t.snapshotRetentionMs ?? DEFAULT_SNAPSHOT_RETENTION_MS} ms`, t.snapshotRetentionMs === undefined ? 'default 7d, unless the table sets history.expire.max-snapshot-age-ms' : source);
+    row('compactionTarget', `${t.compactionTargetBytes ?? DEFAULT_COMPACTION_TARGET} bytes`, t.compactionTargetBytes === undefined ? 'default 128MiB, unless the table sets write.target-file-size-bytes' : source);
+    if (t.maintenanceSchedule !== undefined) row('maintenance.schedule', t.maintenanceSchedule);
   }
   return out;
 }

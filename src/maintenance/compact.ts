@@ -4,6 +4,7 @@ import { quoteIdent } from '../engine/duckdb-session.ts';
 import { DEFAULT_TARGET_FILE_SIZE, intProp, Props } from '../format/dual/table-properties.ts';
 import { deleteFileKey } from '../format/iceberg/manifest.ts';
 import { partitionIdentity } from '../format/iceberg/snapshot-summary.ts';
+import { OPERATION_KEY } from '../format/dual/summary-keys.ts';
 import { currentSchema, currentSnapshot } from '../format/iceberg/table-metadata.ts';
 import type { DataFile, TableMetadata } from '../format/iceberg/types.ts';
 import { catalogTable, commitWrite, type PreparedWrite } from '../table/commit/commit.ts';
@@ -214,7 +215,7 @@ export async function compact(table: Table, opts: CompactOptions = {}): Promise<
           const rowsAdded = written.reduce((a, w) => a + w.rows, 0);
           return {
             files: written.flatMap((w) => w.files),
-            actions: [updateSchema(ctx, plan), replaceFiles(ctx, { removeFiles: new Set(rewritten.map((f) => f['file-path'])), added, ...(rowDeletes ? { rowDeletes } : {}) })],
+            actions: [updateSchema(ctx, plan), replaceFiles(ctx, { removeFiles: new Set(rewritten.map((f) => f['file-path'])), added, ...(rowDeletes ? { rowDeletes } : {}), summary: { [OPERATION_KEY]: 'compaction' } })],
             done: (c) => ({
               ...empty(false, groups),
               filesAfter: filesBefore - rewritten.length + added.length,

@@ -40,8 +40,8 @@ export interface ExpireResult {
   /** Snapshots older than this (ms since the epoch) were candidates. */
   cutoffMs: number;
   retentionMs: number;
-  /** Where the retention came from: the option, the table property, the default, or `delta.logRetentionDuration` when it is longer. */
-  retentionSource: 'option' | typeof MAX_AGE_KEY | 'default' | typeof LOG_RETENTION_KEY;
+  /** Where the retention came from: the option, the table property, the config file, the default, or `delta.logRetentionDuration` when it is longer. */
+  retentionSource: 'option' | typeof MAX_AGE_KEY | 'config' | 'default' | typeof LOG_RETENTION_KEY;
   minSnapshotsToKeep: number;
   expiredSnapshots: bigint[];
   kept: KeptSnapshot[];

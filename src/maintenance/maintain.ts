@@ -2,11 +2,13 @@ import { invalidInput, isTwinlakeError, unsupported } from '../core/errors.ts';
 import { checkpointPath } from '../format/delta/actions.ts';
 import { writeDeltaCheckpoint } from '../table/delta/delta-checkpoint.ts';
 import { latestDeltaVersion } from '../table/delta/delta-log.ts';
+import { Props } from '../format/dual/table-properties.ts';
 import type { Table } from '../table/table.ts';
 import { expireSnapshots, type ExpireOptions, type ExpireResult } from './expire.ts';
 import { compact, type CompactOptions, type CompactResult } from './compact.ts';
 import { cleanMetadata, type CleanMetadataResult } from './metadata-cleanup.ts';
 import { removeOrphans, type RemoveOrphansResult } from './orphans.ts';
+import { tableSubject } from './reachable.ts';
 
 /** The seed's maintenance operations, as the API and `twinlake maintain --operation` name them. */
 export const MAINTENANCE_OPERATIONS = ['snapshot_expiry', 'orphan_cleanup', 'compaction', 'metadata_cleanup', 'delta_checkpoint', 'full_maintenance'] as const;
@@ -16,6 +18,12 @@ export type MaintenanceOperation = (typeof MAINTENANCE_OPERATIONS)[number];
 export interface MaintenanceOptions extends ExpireOptions, Pick<CompactOptions, 'targetFileSize' | 'sort' | 'zorder' | 'explainFilter'> {
   /** orphan_cleanup and metadata_cleanup: only files last modified longer ago than this (ms). */
   olderThan?: number;
+  /**
+   * The config file's settings for the table: used only where neither the option above nor the
+   * table's own property gives one. Precedence: option > table property > config > the seed's
+   * default (7 days, 128 MiB).
+   */
+  configured?: { retention?: number; targetFileSize?: number };
 }
 
 export interface DeltaCheckpointResult {
@@ -74,8 +82,45 @@ export async function runMaintenance(table: Table, operation: string, opts: Main
     throw invalidInput(`maintenance: expected an operation of ${MAINTENANCE_OPERATIONS.join(', ')}, found ${JSON.stringify(operation)}`);
   }
   const started = performance.now();
-  const result = operation === 'full_maintenance' ? await fullMaintenance(table, opts) : await runOne(table, operation as keyof typeof OPERATIONS, opts);
+  const { options, retentionFromConfig } = await withConfigured(table, operation, opts);
+  const result = operation === 'full_maintenance' ? await fullMaintenance(table, options) : await runOne(table, operation as keyof typeof OPERATIONS, options);
+  if (retentionFromConfig) markConfigured(result);
   return { ...result, durationMs: Math.round(performance.now() - started) };
+}
+
+/** Table properties maintenance reads before the config's values. */
+const RETENTION_PROPERTY = 'history.expire.max-snapshot-age-ms';
+
+/**
+ * The options with the config's retention and target filled in where neither an option nor the
+ * table's property gives them (the operations read the property themselves, so only a table
+ * without one takes the config's value).
+ */
+async function withConfigured(table: Table, operation: string, opts: MaintenanceOptions): Promise<{ options: MaintenanceOptions; retentionFromConfig: boolean }> {
+  const { configured, ...options } = opts;
+  const wantsRetention = configured?.retention !== undefined && opts.retention === undefined && (operation === 'snapshot_expiry' || operation === 'full_maintenance');
+  const wantsTarget = configured?.targetFileSize !== undefined && opts.targetFileSize === undefined && (operation === 'compaction' || operation === 'full_maintenance');
+  if (!wantsRetention && !wantsTarget) return { options, retentionFromConfig: false };
+  const properties = await tablePropertiesOf(table);
+  let retentionFromConfig = false;
+  if (wantsRetention && properties[RETENTION_PROPERTY] === undefined) {
+    options.retention = configured!.retention;
+    retentionFromConfig = true;
+  }
+  if (wantsTarget && properties[Props.targetFileSize] === undefined) options.targetFileSize = configured!.targetFileSize;
+  return { options, retentionFromConfig };
+}
+
+/** A table's properties (a Delta-only table's are its log's configuration). */
+export async function tablePropertiesOf(table: Table): Promise<Record<string, string>> {
+  const s = await tableSubject(table);
+  return s.metadata?.properties ?? (await table.describe()).properties;
+}
+
+/** Expiry reports a retention the config gave as the config's, not as an option. */
+function markConfigured(result: MaintenanceResult): void {
+  if (result.operation === 'snapshot_expiry' && result.retentionSource === 'option') result.retentionSource = 'config';
+  if (result.operation === 'full_maintenance') for (const s of result.steps) if (s.status === 'completed') markConfigured(s.result);
 }
 
 function runOne(table: Table, operation: keyof typeof OPERATIONS, opts: MaintenanceOptions): Promise<MaintenanceResult> {

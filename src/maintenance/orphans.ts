@@ -47,6 +47,9 @@ export interface RemoveOrphansResult {
   nestedTables: string[];
 }
 
+/** The table's own folder for what Twinlake keeps beside the formats (the maintenance run log): never an orphan. */
+export const TWINLAKE_FOLDER = '_twinlake/';
+
 export const DEFAULT_ORPHAN_WINDOW_MS = 3 * 24 * 3600 * 1000;
 export const MIN_ORPHAN_WINDOW_MS = 3600 * 1000;
 
@@ -136,7 +139,7 @@ export async function unreferencedFiles(table: Table, reachable: ReachableFiles)
   const files: OrphanFile[] = [];
   for (const o of listed) {
     if (keep.has(o.path)) continue;
-    if (o.path.startsWith('_delta_log/')) continue;
+    if (o.path.startsWith('_delta_log/') || o.path.startsWith(TWINLAKE_FOLDER)) continue;
     if (nestedTables.some((n) => o.path.startsWith(n))) continue;
     if (o.path === 'metadata/version-hint.text') continue;
     const { kind, reason } = classify(o.path, currentVersion);

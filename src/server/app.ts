@@ -11,6 +11,9 @@ import { managementRoutes, type ManagementOptions } from './management.ts';
 import { recordRoutes, DEFAULT_MAX_RECORD_BYTES } from './records.ts';
 import { TableIndex } from './table-index.ts';
 import { consoleRoutes } from './console.ts';
+import { MaintenanceScheduler, TableLocks } from './maintenance-scheduler.ts';
+import type { MaintenanceDefaults } from '../maintenance/schedule.ts';
+import type { Clock } from '../core/clock.ts';
 
 export interface ServerOptions extends Pick<ManagementOptions, 'catalogType' | 'warehouseUri'> {
   lake: Lakehouse;
@@ -28,12 +31,20 @@ export interface ServerOptions extends Pick<ManagementOptions, 'catalogType' | '
    * `config.public`) like every other route: the one auth hook below covers them.
    */
   iceberg?: FastifyPluginAsync<{ lake: Lakehouse; tokens: TokenService }>;
+  maintenance?: {
+    /** The config's maintenance settings of a table (resolve-config.ts maintenanceDefaultsFor). */
+    defaultsFor?: (name: string) => MaintenanceDefaults;
+    /** Run due maintenance in the background (maintenance-scheduler.ts); off unless given. */
+    background?: false | { intervalMs?: number; clock?: Clock };
+  };
 }
 
 declare module 'fastify' {
   interface FastifyInstance {
     /** Every route registered, with its schema and auth config (for OpenAPI and the auth tests). */
     routeTable: RouteEntry[];
+    /** The background maintenance, when the server runs it. */
+    maintenanceScheduler?: MaintenanceScheduler;
   }
   interface FastifyContextConfig extends RouteAuthConfig {}
   /** What the OpenAPI document says of a route beside its request and response schemas. */
@@ -126,13 +137,24 @@ export async function buildServer(opts: ServerOptions): Promise<FastifyInstance>
   );
 
   const index = new TableIndex(opts.lake);
-  await app.register(managementRoutes, { lake: opts.lake, catalogType: opts.catalogType, warehouseUri: opts.warehouseUri, index });
+  // One maintenance run at a time per table, shared by the API's route and the background runs.
+  const locks = new TableLocks();
+  const defaultsFor = opts.maintenance?.defaultsFor;
+  await app.register(managementRoutes, { lake: opts.lake, catalogType: opts.catalogType, warehouseUri: opts.warehouseUri, index, locks, maintenanceDefaultsFor: defaultsFor });
   await app.register(consoleRoutes, { lake: opts.lake, index });
   await app.register(recordRoutes, { lake: opts.lake, maxBytes: opts.maxRecordBytes ?? DEFAULT_MAX_RECORD_BYTES, tempDir: opts.tempDir, index });
 
   // The Iceberg REST catalog (src/server/iceberg-rest/), under the same auth hook.
   await app.register(opts.iceberg ?? icebergRestPlugin, { prefix: '/iceberg', lake: opts.lake, tokens: opts.tokens });
 
+  const background = opts.maintenance?.background;
+  if (background) {
+    const scheduler = new MaintenanceScheduler({ lake: opts.lake, locks, defaultsFor, intervalMs: background.intervalMs, clock: background.clock, log: app.log });
+    app.decorate('maintenanceScheduler', scheduler);
+    // Closing waits for a run in progress (it commits through the one Transaction) and starts no other.
+    app.addHook('preClose', async () => scheduler.stop());
+  }
   await app.ready();
+  app.maintenanceScheduler?.start();
   return app;
 }

@@ -11,9 +11,12 @@ import { parseFormats } from '../format/dual/table-properties.ts';
 import type { StructType } from '../format/iceberg/types.ts';
 import { redact } from '../config/redact.ts';
 import { HttpError } from './http-errors.ts';
-import { MAINTENANCE_OPERATIONS, runMaintenance, type MaintenanceOperation } from '../maintenance/maintain.ts';
+import { MAINTENANCE_OPERATIONS, type MaintenanceOperation } from '../maintenance/maintain.ts';
 import { parseDuration } from '../config/config-keys.ts';
 import { TableIndex } from './table-index.ts';
+import { TableLocks } from './maintenance-scheduler.ts';
+import { listRuns, runAndLog } from '../maintenance/run-log.ts';
+import { configuredOptions, type MaintenanceDefaults } from '../maintenance/schedule.ts';
 
 export interface ManagementOptions {
   lake: Lakehouse;
@@ -22,6 +25,10 @@ export interface ManagementOptions {
   /** The warehouse as a URI, for the storage provider a create must name. */
   warehouseUri?: string;
   index?: TableIndex;
+  /** One maintenance run at a time per table (shared with the background scheduler). */
+  locks?: TableLocks;
+  /** The config's maintenance settings of a table: retention and target below the table's own properties. */
+  maintenanceDefaultsFor?: (name: string) => MaintenanceDefaults;
 }
 
 /** The management API's table settings, kept as table properties so every reader of the table sees them. */
@@ -147,6 +154,7 @@ export function travelOf(q: { snapshot?: string; version?: number; asOf?: string
 export const managementRoutes: FastifyPluginAsync<ManagementOptions> = async (app, opts) => {
   const { lake } = opts;
   const index = opts.index ?? new TableIndex(lake);
+  const locks = opts.locks ?? new TableLocks();
   const catalogType = opts.catalogType ?? 'sql';
   const base = '/api/managed-lakehouse/tables';
 
@@ -259,6 +267,11 @@ export const managementRoutes: FastifyPluginAsync<ManagementOptions> = async (ap
     const start = cursor === undefined ? 0 : chain.findIndex((s) => String(s['snapshot-id']) === cursor);
     if (start < 0) throw new HttpError(400, `query: cursor ${cursor} is not a commit of this table`);
     const delta = d.formats.includes('delta');
+    // Commits a maintenance run made, by the run log: shown as that operation's.
+    const byMaintenance = new Map<string, { operation: string; runId: string }>();
+    for (const r of await listRuns(table, { limit: 1000, operations: ['compaction', 'full_maintenance'] })) {
+      if (r.snapshotId !== undefined) byMaintenance.set(r.snapshotId, { operation: r.operation, runId: r.id });
+    }
     const commits = [];
     for (const s of chain.slice(start, start + limit)) {
       const id = s['snapshot-id'];
@@ -275,6 +288,7 @@ export const managementRoutes: FastifyPluginAsync<ManagementOptions> = async (ap
         deltaVersion: deltaVersion ?? null,
         operation: s.summary.operation,
         ...(s.summary[OPERATION_KEY] ? { change: s.summary[OPERATION_KEY] } : {}),
+        ...(byMaintenance.has(String(id)) ? { maintenance: byMaintenance.get(String(id)) } : {}),
         rowsAdded: n('added-records'),
         rowsRemoved: n('deleted-records') + n('added-position-deletes'),
         filesAdded: n('added-data-files'),
@@ -308,17 +322,31 @@ export const managementRoutes: FastifyPluginAsync<ManagementOptions> = async (ap
     },
   }, async (request) => {
     const { operation, retention, olderThan, sort, zorder, targetFileSizeBytes, dryRun } = request.body;
-    const { table } = await index.resolve(request.params.tableId);
-    const result = await runMaintenance(table, operation, {
+    const { name, table } = await index.resolve(request.params.tableId);
+    // A run in progress on the table (a scheduled one too) is waited for: one at a time per table.
+    const { result, run } = await locks.run(name, () => runAndLog(table, operation, {
+      ...configuredOptions(opts.maintenanceDefaultsFor?.(name) ?? {}),
       ...(retention !== undefined ? { retention: durationMs(retention) } : {}),
       ...(olderThan !== undefined ? { olderThan: durationMs(olderThan, 'olderThan') } : {}),
       ...(sort !== undefined ? { sort } : {}),
       ...(zorder !== undefined ? { zorder } : {}),
       ...(targetFileSizeBytes !== undefined ? { targetFileSize: targetFileSizeBytes } : {}),
       ...(dryRun !== undefined ? { dryRun } : {}),
-    });
+    }, 'manual'));
     // Snapshot IDs are 64-bit: strings, as the other routes give them.
-    return JSON.parse(JSON.stringify({ tableId: request.params.tableId, status: 'completed', ...result }, (_, v: unknown) => (typeof v === 'bigint' ? String(v) : v)));
+    return JSON.parse(JSON.stringify({ tableId: request.params.tableId, status: 'completed', ...result, ...(run ? { runId: run.id } : {}) }, (_, v: unknown) => (typeof v === 'bigint' ? String(v) : v)));
+  });
+
+  app.get<{ Params: { tableId: string }; Querystring: { limit: number } }>(`${base}/:tableId/maintenance/runs`, {
+    config: { scope: 'admin' },
+    schema: {
+      summary: "The table's maintenance runs, newest first (scheduled and by hand): what each removed, rewrote and freed, and what it committed",
+      params: tableIdParams,
+      querystring: { type: 'object', additionalProperties: false, properties: { limit: { type: 'integer', minimum: 1, maximum: 1000, default: 100 } } },
+    },
+  }, async (request) => {
+    const { table } = await index.resolve(request.params.tableId);
+    return { tableId: request.params.tableId, runs: await listRuns(table, { limit: request.query.limit }) };
   });
 
   app.get<{ Params: { tableId: string } }>(`${base}/:tableId/schema`, {

@@ -47,7 +47,7 @@ describe('config file', () => {
     expect(c.catalogConfigured).toBe(true);
     expect(c.engine).toEqual({});
     // A table named without its namespace gets the configured one; the seed's defaults hold.
-    expect(tableDefaultsFor(c, 'events')).toEqual({ snapshotRetentionMs: 7 * 86400e3, compactionTargetBytes: 128 * 2 ** 20 });
+    expect(tableDefaultsFor(c, 'events')).toEqual({});
   });
 
   it('reads per-table settings with their defaults, in YAML and JSON alike', () => {
@@ -71,7 +71,7 @@ tables:
         formats: ['delta', 'iceberg'], writeMode: 'merge', keyColumns: ['tenant', 'id'], partition: 'day(ts), region', schemaEvolution: false,
         snapshotRetentionMs: 36 * 3600e3, compactionTargetBytes: 512e6,
       });
-      expect(tableDefaultsFor(c, 'returns')).toEqual({ formats: ['delta'], snapshotRetentionMs: 7 * 86400e3, compactionTargetBytes: 128 * 2 ** 20 });
+      expect(tableDefaultsFor(c, 'returns')).toEqual({ formats: ['delta'] });
     }
     expect(thrown(() => resolveText('tables:\n  a.b:\n    writeMode: merge\n')).message).toBe(`config ${file}: tables["a.b"].writeMode is merge, which needs keyColumns`);
     expect(thrown(() => resolveText('tables:\n  orders: {}\n')).message).toMatch(/^config \/etc\/lake\/twinlake\.yaml: tables\["orders"\] is not a table name: .*\(or set catalog\.namespace\)$/);
@@ -88,7 +88,7 @@ tables:
       ['threads: "4"\n', 'line 1, column 1: "threads" must be a positive whole number, found "4"'],
       ['tables:\n  a.b:\n    writeMode: upsert\n', 'line 3, column 5: tables["a.b"].writeMode must be one of append, overwrite, merge, found "upsert"'],
       ['tables:\n  a.b:\n    snapshotRetention: 7 days\n', 'line 3, column 5: tables["a.b"].snapshotRetention must be a duration such as "7d", "36h" or "2w", found "7 days"'],
-      ['tables:\n  a.b:\n    keyColumn: id\n', 'line 3, column 5: unknown key tables["a.b"].keyColumn (did you mean tables["a.b"].keyColumns?); the keys of tables["a.b"] are formats, writeMode, keyColumns, partition, schemaEvolution, snapshotRetention, compactionTarget'],
+      ['tables:\n  a.b:\n    keyColumn: id\n', 'line 3, column 5: unknown key tables["a.b"].keyColumn (did you mean tables["a.b"].keyColumns?); the keys of tables["a.b"] are formats, writeMode, keyColumns, partition, schemaEvolution, snapshotRetention, compactionTarget, maintenance'],
     ];
     for (const [text, message] of cases) {
       const e = thrown(() => parseConfigFile(text, file));

@@ -24,6 +24,8 @@ export function deltaMetadata(metadata: TableMetadata, schema: Schema, createdTi
       'delta.columnMapping.maxColumnId': String(metadata['last-column-id']),
       'delta.checkpointInterval': String(checkpointInterval(metadata)),
       ...(deletionVectors ? { 'delta.enableDeletionVectors': 'true' } : {}),
+      // Delta readers and writers honour the log retention the table promises (alter sets it).
+      ...(metadata.properties[Props.deltaLogRetention] !== undefined ? { [Props.deltaLogRetention]: metadata.properties[Props.deltaLogRetention]! } : {}),
     },
     createdTime,
   };

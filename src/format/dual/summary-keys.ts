@@ -32,7 +32,8 @@ export const OPERATION_PARAMETERS_KEY = 'twinlake.operation-parameters';
  */
 export const DELTA_START_KEY = 'twinlake.delta.start';
 
-export type TableOperation = 'merge' | 'delete' | 'alter';
+/** `compaction`: maintenance rewrote files (Iceberg `replace`, Delta OPTIMIZE), so every history shows it as maintenance. */
+export type TableOperation = 'merge' | 'delete' | 'alter' | 'compaction';
 
 /** The summary entries naming a snapshot's operation and its (Delta-style) parameters. */
 export function operationSummary(operation: TableOperation, parameters: Record<string, string>): Record<string, string> {

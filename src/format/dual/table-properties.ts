@@ -1,6 +1,7 @@
 import { invalidInput, unsupported } from '../../core/errors.ts';
 import { parseJson, stringifyJson } from '../../core/json.ts';
 import type { TableMetadata } from '../iceberg/types.ts';
+import { schedulesOfProperties } from './maintenance-schedule.ts';
 
 /** Table properties Twinlake reads, with their defaults. Iceberg's own names where one exists. */
 export const Props = {
@@ -24,6 +25,8 @@ export const Props = {
   commitTotalTimeoutMs: 'commit.retry.total-timeout-ms',
   nameMapping: 'schema.name-mapping.default',
   deltaCheckpointInterval: 'delta.checkpointInterval',
+  /** How long the Delta log keeps versions (`interval 30 days`); snapshot expiry keeps as long for both formats. */
+  deltaLogRetention: 'delta.logRetentionDuration',
   /** How merges change rows: `copy-on-write` (default) or `merge-on-read` (deletion vectors). */
   mergeMode: 'write.merge.mode',
   /** How deletes by predicate remove rows: `copy-on-write` (default) or `merge-on-read`. */
@@ -142,7 +145,16 @@ export function checkCreationOptions(
 }
 
 /** Iceberg properties the Delta projection copies into Delta's `metaData.configuration`. */
-export const DELTA_MIRRORED_PROPERTIES: readonly string[] = [Props.deltaCheckpointInterval];
+export const DELTA_MIRRORED_PROPERTIES: readonly string[] = [Props.deltaCheckpointInterval, Props.deltaLogRetention];
+
+const DELTA_INTERVAL_UNITS: Record<string, number> = { millisecond: 1, second: 1e3, minute: 60e3, hour: 3600e3, day: 86400e3, week: 7 * 86400e3 };
+
+/** A Delta interval property's milliseconds: `interval 30 days` (PROTOCOL.md's CalendarInterval form; the unit singular or plural, `interval` optional). */
+export function deltaIntervalMs(text: string, key: string): number {
+  const m = /^\s*(?:interval\s+)?(\d+)\s+(millisecond|second|minute|hour|day|week)s?\s*$/i.exec(text);
+  if (!m) throw invalidInput(`table property ${key} expects a Delta interval such as "interval 30 days" (units: millisecond, second, minute, hour, day, week), found ${JSON.stringify(text)}`, { key });
+  return Number(m[1]) * DELTA_INTERVAL_UNITS[m[2]!.toLowerCase()]!;
+}
 
 /**
  * Checks the values of the properties Twinlake reads, as a write would read them: a table is
@@ -156,6 +168,8 @@ export function checkPropertyValues(properties: Record<string, string>, formatVe
   // Retries and waits may be 0.
   for (const key of [Props.commitRetries, Props.commitMinWaitMs, Props.commitMaxWaitMs]) if (properties[key] !== '0') intProp(properties, key, 1);
   for (const key of [Props.schemaEvolution, Props.manifestMergeEnabled]) boolProp(properties, key, true);
+  if (properties[Props.deltaLogRetention] !== undefined) deltaIntervalMs(properties[Props.deltaLogRetention]!, Props.deltaLogRetention);
+  schedulesOfProperties(properties);
   tableFormats(properties);
 }
 

@@ -124,7 +124,7 @@ export function rowDelta(
  * Compaction: `added` hold the same rows as the removed files (Iceberg `replace`; its Delta
  * version's adds and removes carry `dataChange: false`).
  */
-export function replaceFiles(ctx: TableContext, change: { removeFiles: ReadonlySet<string>; added: DataFile[]; rowDeletes?: RowDeletesBasis }): TableAction {
+export function replaceFiles(ctx: TableContext, change: { removeFiles: ReadonlySet<string>; added: DataFile[]; rowDeletes?: RowDeletesBasis; summary?: Record<string, string> }): TableAction {
   return new SnapshotAction(ctx, { ...change, operation: 'replace', replaceAll: false });
 }
 

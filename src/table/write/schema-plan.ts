@@ -7,6 +7,7 @@ import type { PartitionSpec, Schema, StructType, TableMetadata } from '../../for
 import { applyUpdates, type TableRequirement, type TableUpdate } from '../../format/iceberg/updates.ts';
 import { checkDeltaPartitioning, checkIdentityUnchanged } from '../../format/dual/delta-partitioning.ts';
 import { assignPhysicalNames } from '../../format/dual/physical-names.ts';
+import { schedulesOfProperties } from '../../format/dual/maintenance-schedule.ts';
 import type { TableContext } from '../table-context.ts';
 import {
   boolProp,
@@ -61,6 +62,7 @@ export function planSchema(ctx: TableContext, metadata: TableMetadata | undefine
       [Props.nameMapping]: JSON.stringify(nameMapping(schema, physicalNames)),
     };
     for (const op of ['merge', 'delete'] as const) rowChangeStrategy({ properties, 'format-version': formatVersion } as TableMetadata, op);
+    schedulesOfProperties(properties);
     checkLineageNames(schema, formatVersion);
     const spec = opts.partition !== undefined ? parsePartitionSpec(opts.partition, schema, { specId: 0, lastPartitionId: 999 }) : { 'spec-id': 0, fields: [] };
     if (formats.includes('delta')) checkDeltaPartitioning(spec, schema);
