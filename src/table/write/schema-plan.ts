@@ -1,3 +1,4 @@
+import { checkColumnNames } from '../../core/names.ts';
 import { invalidInput } from '../../core/errors.ts';
 import { newUuid } from '../../core/ids.ts';
 import { evolvePartitionSpec, parsePartitionSpec } from '../../format/iceberg/partition-spec-parser.ts';
@@ -8,6 +9,7 @@ import { applyUpdates, type TableRequirement, type TableUpdate } from '../../for
 import { checkDeltaPartitioning, checkIdentityUnchanged } from '../../format/dual/delta-partitioning.ts';
 import { assignPhysicalNames } from '../../format/dual/physical-names.ts';
 import type { TableContext } from '../table-context.ts';
+import { identString } from '../table-context.ts';
 import {
   boolProp,
   DEFAULT_TARGET_FILE_SIZE,
@@ -46,6 +48,7 @@ export interface SchemaPlan {
 }
 
 export function planSchema(ctx: TableContext, metadata: TableMetadata | undefined, incoming: StructType, opts: WriteOptions): SchemaPlan {
+  checkColumnNames(incoming, `table ${identString(ctx.ident)}`);
   if (!metadata) {
     let next = 1;
     const fresh = assignFreshIds(incoming, () => next++);
