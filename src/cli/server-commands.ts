@@ -8,6 +8,7 @@ import type { TwinlakeConfig } from '../config/resolve-config.ts';
 import { buildServer } from '../server/app.ts';
 import { defaultTokensFile, parseScope, TokenAuth, TokenStore } from '../server/auth.ts';
 import { DEFAULT_MAX_RECORD_BYTES } from '../server/records.ts';
+import { DEFAULT_LIMITS } from '../server/limits.ts';
 import { interruptWrites } from '../table/write/interrupt.ts';
 
 type CommandFactory = (name: string, ...examples: string[]) => Command;
@@ -23,12 +24,18 @@ function parsePort(raw: string): number {
   return n;
 }
 
-function parseBytes(raw: string): number {
+function parseBytes(raw: string, flag = '--max-body'): number {
   try {
     return parseSize(raw, false);
   } catch {
-    throw invalidInput(`serve: --max-body expects a size such as 256MiB or 1000000, found ${JSON.stringify(raw)}`);
+    throw invalidInput(`serve: ${flag} expects a size such as 256MiB or 1000000, found ${JSON.stringify(raw)}`);
   }
+}
+
+function parseCount(raw: string | undefined, flag: string): number | undefined {
+  if (raw === undefined) return undefined;
+  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(Number(raw))) throw invalidInput(`serve: ${flag} expects a whole number, found ${JSON.stringify(raw)}`);
+  return Number(raw);
 }
 
 function out(line: string): void {
@@ -43,16 +50,28 @@ export function registerServerCommands(command: CommandFactory, settingsOf: (cmd
     .option('--port <port>', 'port to listen on (0: any free port)', '8181')
     .option('--tokens-file <file>', 'the tokens file (default: TWINLAKE_TOKENS_FILE, else <warehouse>/.twinlake/tokens.json)')
     .option('--max-body <size>', `largest record post, e.g. 256MiB (default ${DEFAULT_MAX_RECORD_BYTES / 1024 / 1024}MiB)`)
+    .option('--max-json-body <size>', `largest JSON request body (default ${DEFAULT_LIMITS.maxJsonBytes / 1024 / 1024}MiB)`)
+    .option('--headers-timeout <ms>', `time a client has to send a request's headers (default ${DEFAULT_LIMITS.headersTimeoutMs})`)
+    .option('--request-timeout <ms>', `time a client has to send a whole request, body included (default ${DEFAULT_LIMITS.requestTimeoutMs})`)
+    .option('--keep-alive-timeout <ms>', `how long an idle connection stays open (default ${DEFAULT_LIMITS.keepAliveTimeoutMs})`)
+    .option('--max-connections <n>', `connections at once; past it a new one is answered 503 (default ${DEFAULT_LIMITS.maxConnections}; 0: no limit)`)
     .option('--log-level <level>', 'fatal | error | warn | info | debug', 'info')
-    .action(async (o: { host: string; port: string; tokensFile?: string; maxBody?: string; logLevel: string }, cmd: Command) => {
+    .action(async (o: { host: string; port: string; tokensFile?: string; maxBody?: string; maxJsonBody?: string; headersTimeout?: string; requestTimeout?: string; keepAliveTimeout?: string; maxConnections?: string; logLevel: string }, cmd: Command) => {
       const port = parsePort(o.port);
       const maxRecordBytes = o.maxBody !== undefined ? parseBytes(o.maxBody) : undefined;
+      const limits = {
+        maxJsonBytes: o.maxJsonBody !== undefined ? parseBytes(o.maxJsonBody, '--max-json-body') : undefined,
+        headersTimeoutMs: parseCount(o.headersTimeout, '--headers-timeout'),
+        requestTimeoutMs: parseCount(o.requestTimeout, '--request-timeout'),
+        keepAliveTimeoutMs: parseCount(o.keepAliveTimeout, '--keep-alive-timeout'),
+        maxConnections: parseCount(o.maxConnections, '--max-connections'),
+      };
       const config = await settingsOf(cmd);
       const tokens = new TokenAuth(new TokenStore(tokensFile(o, config)));
       const { lake, close } = await openConfiguredLakehouse(config);
       let app: Awaited<ReturnType<typeof buildServer>>;
       try {
-        app = await buildServer({ lake, tokens, log: process.stderr, logLevel: o.logLevel, maxRecordBytes, tempDir: config.engine.tempDir, catalogType: config.catalog.type, warehouseUri: config.warehouseUri });
+        app = await buildServer({ lake, tokens, log: process.stderr, logLevel: o.logLevel, maxRecordBytes, limits, tempDir: config.engine.tempDir, catalogType: config.catalog.type, warehouseUri: config.warehouseUri });
         await app.listen({ host: o.host, port });
       } catch (e) {
         await close();
