@@ -72,7 +72,9 @@ export function registerServerCommands(command: CommandFactory, settingsOf: (cmd
       let app: Awaited<ReturnType<typeof buildServer>>;
       try {
         app = await buildServer({ lake, tokens, log: process.stderr, logLevel: o.logLevel, maxRecordBytes, limits, tempDir: config.engine.tempDir, catalogType: config.catalog.type, warehouseUri: config.warehouseUri });
-        await app.listen({ host: o.host, port });
+        // Node's default backlog (511) makes the connections of a burst past it wait a second for the
+        // client's retry: the queue takes as many as the server serves at once.
+        await app.listen({ host: o.host, port, backlog: Math.max(511, app.serverLimits.maxConnections || 4096) });
       } catch (e) {
         await close();
         throw e;
