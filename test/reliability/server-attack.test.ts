@@ -291,6 +291,10 @@ describe('bodies', () => {
     expect(rest.status).toBe(400);
     expect(rest.json.error.message).toMatch(/line 1, column 21/);
     expect((await call('POST', '/iceberg/v1/namespaces', { body: '' })).status).toBe(400);
+    // A charset parameter is still JSON: the body reaches validation.
+    const charset = await call('POST', '/api/managed-lakehouse/tables', { body: '{}', type: 'application/json; charset=utf-8' });
+    expect(charset.status).toBe(400);
+    expect(charset.json.error.message).toMatch(/request body: .*connectionId/);
     const nd = await call('POST', records(), { body: '{"id":2,"v":"b"}\n{"id":3,"v":\n', type: 'application/x-ndjson' });
     expect(nd.status).toBe(400);
     expect(nd.json.error.message).toMatch(/line 2/);
