@@ -240,6 +240,8 @@ describe('path traversal', () => {
       ['POST', '/iceberg/v1/namespaces', { namespace: ['..', 'outside'] }, /contains '\.\.'/],
       ['POST', '/iceberg/v1/namespaces/ns/tables', { name: 'evil', location: `${out}/evil`, schema: { type: 'struct', fields: [] } }, /location .* is not inside this server's warehouse/],
       ['POST', '/iceberg/v1/namespaces/ns/tables', { name: 'evil2', location: escape, schema: { type: 'struct', fields: [] } }, /is not inside this server's warehouse/],
+      ['POST', '/iceberg/v1/namespaces/ns/tables', { name: 'evil3', location: `${fileUri(warehouse)}/ns/events`, schema: { type: 'struct', fields: [] } }, /must be this table's folder/],
+      ['POST', '/iceberg/v1/namespaces/ns/tables', { name: 'EVENTS', schema: { type: 'struct', fields: [] } }, /differs from table ns\.events's only in case/],
       ['POST', '/iceberg/v1/namespaces/ns/register', { name: 'stolen', 'metadata-location': `${out}/secret.txt` }, /metadata-location .* is not inside this server's warehouse/],
       ['POST', '/iceberg/v1/namespaces/ns/register', { name: 'stolen2', 'metadata-location': '/etc/passwd' }, /is not inside this server's warehouse/],
       ['POST', '/iceberg/v1/namespaces/ns/tables/events', { requirements: [], updates: [{ action: 'set-location', location: `${out}/moved` }] }, /set-location: location .* is not inside/],

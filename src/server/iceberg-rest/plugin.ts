@@ -264,7 +264,13 @@ export async function icebergRestPlugin(app: FastifyInstance, opts: IcebergRestO
         if (!isJsonObject(body.schema)) throw invalidInput('iceberg rest: CreateTableRequest: expected a schema object');
         await requireNamespace(ns);
         const ctx = ctxOf(id);
-        if (typeof body.location === 'string' && body.location !== '') inWarehouse(body.location, 'CreateTableRequest: location');
+        if (typeof body.location === 'string' && body.location !== '') {
+          inWarehouse(body.location, 'CreateTableRequest: location');
+          // Tables never nest or share a folder (DESIGN.md §10): a table lives in its own.
+          if (relativeTo(lake.warehouse, body.location)!.replace(/\/+$/, '') !== relativeTo(lake.warehouse, ctx.location)) {
+            throw restError(400, 'BadRequestException', `iceberg rest: CreateTableRequest: location ${JSON.stringify(body.location)} must be this table's folder, ${ctx.location} (tables never nest or share a folder)`);
+          }
+        }
         const metadata = newTableFromRequest(ctx, {
           name: body.name,
           ...(typeof body.location === 'string' && body.location !== '' ? { location: body.location } : {}),
