@@ -53,7 +53,14 @@ declare module 'fastify' {
 
 /** A request URL as the log shows it: query values that may be secrets, and anything shaped like a token, as `***`. */
 function redactUrl(url: string): string {
-  return redact(url)
+  let decoded = url;
+  try {
+    // Decoded first: `postgresql%3A%2F%2Fu%3Apw%40host` hides a password from the patterns.
+    decoded = decodeURIComponent(url);
+  } catch {
+    // A malformed escape: logged as it came.
+  }
+  return redact(decoded)
     .replace(/([?&][^=&]*(?:token|secret|password|key|sig)[^=&]*=)[^&]*/gi, '$1***')
     .replace(/tl[ka]_[A-Za-z0-9_-]+/g, '***');
 }

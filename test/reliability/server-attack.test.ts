@@ -5,6 +5,7 @@ import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { fileUri } from '../../src/core/uri.ts';
+import { addSecret } from '../../src/config/redact.ts';
 import { Lakehouse } from '../../src/table/lakehouse.ts';
 import { buildServer } from '../../src/server/app.ts';
 import { ACCESS_TOKEN_SECONDS, SCOPES, TokenAuth, TokenStore } from '../../src/server/auth.ts';
@@ -380,12 +381,22 @@ describe('the connection limit', () => {
 });
 
 describe('secrets', () => {
+  test('a password, connection string or storage key that an error would quote is redacted', async () => {
+    addSecret('AKIAEXAMPLESTORAGEKEY9');
+    for (const text of ["id = 'postgresql://app:hunter2pass@db.internal/lake'", "id = 'AKIAEXAMPLESTORAGEKEY9'", "id = 'AccountName=a;AccountKey=c2VjcmV0a2V5MQ==;'"]) {
+      const r = await call('GET', `/api/managed-lakehouse/tables/${tableId}/rows?where=${encodeURIComponent(text)}`, { token: tokens.read });
+      expect(r.status, r.text).toBe(400);
+      for (const secret of ['hunter2pass', 'AKIAEXAMPLESTORAGEKEY9', 'c2VjcmV0a2V5MQ==']) expect(r.text).not.toContain(secret);
+      expect(r.text).toContain('***');
+    }
+  });
+
   test('no token, token hash or file outside the warehouse in any response or log line; no crash', async () => {
     const hashes = (JSON.parse(readFileSync(join(root.path, 'tokens.json'), 'utf8')) as { tokens: { hash: string }[] }).tokens.map((t) => t.hash.slice('sha256:'.length));
     const logs = s.logs.join('');
     expect(responses.length).toBeGreaterThan(500);
     for (const text of [...responses, logs]) {
-      for (const secret of [...Object.values(tokens), ...hashes, SECRET_TEXT]) {
+      for (const secret of [...Object.values(tokens), ...hashes, SECRET_TEXT, 'hunter2pass', 'AKIAEXAMPLESTORAGEKEY9', 'c2VjcmV0a2V5MQ==']) {
         const at = text.indexOf(secret);
         expect(at, `a secret in: ${text.slice(Math.max(0, at - 200), at + 20)}`).toBe(-1);
       }
