@@ -215,6 +215,18 @@ describe('hostile names', () => {
     expect((await lake.table('hostile.Sales').read()).map((r) => Number(r.id))).toEqual([1]);
   });
 
+  test('a path past the file system limit of 4,096 bytes (34 partition fields of long values) fails cleanly, naming the limits, and leaves nothing behind', async () => {
+    // Each folder name is within 255 bytes (128 at most); together they pass PATH_MAX.
+    const columns = Array.from({ length: 34 }, (_, i) => `c${i}`.padEnd(60, '_'));
+    const row = Object.fromEntries([['id', 1], ...columns.map((c) => [c, c.repeat(5)])]);
+    const t = lake.table('hostile.deep');
+    const e = await errorOf(t.write([row], { partition: columns.join(', ') }));
+    expect(e.message).toMatch(/the file system allows: 255 bytes per name, 4096 bytes in all \(ENAMETOOLONG\)/);
+    expect(e.retryable).toBe(false);
+    expect(await t.exists()).toBe(false);
+    expect(listFiles(join(warehouse, 'hostile')).filter((f) => f.startsWith('deep/'))).toEqual([]);
+  });
+
   test('the CLI refuses a bad name with the name and the rule (exit code 3)', () => {
     const input = join(dir.path, 'in.ndjson');
     writeFileSync(input, '{"id":1}\n');
