@@ -1,5 +1,6 @@
 import type { Socket } from 'node:net';
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
+import { invalidInput } from '../core/errors.ts';
 import { parseJson } from '../core/json.ts';
 import { errorBody, HttpError } from './http-errors.ts';
 
@@ -28,8 +29,9 @@ export interface ServerLimits {
  * Node's own defaults are 60 s for headers, 300 s for a request, no connection limit, and a check
  * every 30 s (so a slow client held up to 90 s). Headers take a well-behaved client milliseconds;
  * 10 s leaves room for a congested link. A request keeps Node's 300 s: a 256 MiB record post must
- * fit in it on a slow link. 1,024 connections fit the usual 1,024-descriptor soft limit's headroom
- * once raised (`ulimit -n`), and are far more than one warehouse's pipelines need.
+ * fit in it on a slow link. 1,024 connections are far more than one warehouse's pipelines need;
+ * each takes a file descriptor, so `ulimit -n` must be above the limit (the server's own files
+ * need some too).
  */
 export const DEFAULT_LIMITS: ServerLimits = {
   headersTimeoutMs: 10_000,
@@ -42,7 +44,7 @@ export const DEFAULT_LIMITS: ServerLimits = {
 export function resolveLimits(given: Partial<ServerLimits> = {}): ServerLimits {
   const limits = { ...DEFAULT_LIMITS, ...Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)) } as ServerLimits;
   for (const [k, v] of Object.entries(limits)) {
-    if (!Number.isSafeInteger(v) || v < 0) throw new HttpError(500, `server: limit ${k} must be a whole number >= 0, found ${String(v)}`);
+    if (!Number.isSafeInteger(v) || v < 0) throw invalidInput(`server: limit ${k} must be a whole number >= 0, found ${String(v)}`);
   }
   return limits;
 }
