@@ -1,4 +1,5 @@
 import { invalidInput, isTwinlakeError } from '../core/errors.ts';
+import { FOLDER_NAME_RULE, folderNameProblem } from '../core/names.ts';
 import type { TableMetadata } from '../format/iceberg/types.ts';
 import type { TableRequirement, TableUpdate } from '../format/iceberg/updates.ts';
 
@@ -141,16 +142,8 @@ export function checkNamespace(namespace: string[]): void {
 /** The JDBC catalog's columns are VARCHAR(255). */
 const MAX_NAME = 255;
 
-/**
- * A name becomes a folder of the table location, so it must not be able to leave or alias that
- * folder: no `/` or `\`, no control characters, not empty, no leading `.` (`.`, `..`, hidden).
- */
+/** A name becomes a folder of the table location: the rules are core/names.ts's. */
 function checkNamePart(part: string, what: string): void {
-  let why: string | undefined;
-  if (typeof part !== 'string' || part === '') why = 'is empty';
-  else if (/[/\\]/.test(part)) why = 'contains a path separator';
-  else if (part.includes('..')) why = "contains '..'";
-  else if (part.startsWith('.')) why = "starts with '.'";
-  else if (/[\u0000-\u001f\u007f]/.test(part)) why = 'contains a control character';
-  if (why) throw invalidInput(`table identifier: ${what} ${JSON.stringify(part)} ${why}`, { part });
+  const why = folderNameProblem(part);
+  if (why) throw invalidInput(`table identifier: ${what} ${JSON.stringify(part)} ${why}; a name must be ${FOLDER_NAME_RULE}`, { part });
 }

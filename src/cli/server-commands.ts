@@ -8,6 +8,7 @@ import { maintenanceDefaultsFor, type TwinlakeConfig } from '../config/resolve-c
 import { buildServer } from '../server/app.ts';
 import { defaultTokensFile, parseScope, TokenAuth, TokenStore } from '../server/auth.ts';
 import { DEFAULT_MAX_RECORD_BYTES } from '../server/records.ts';
+import { DEFAULT_LIMITS } from '../server/limits.ts';
 import { interruptWrites } from '../table/write/interrupt.ts';
 
 type CommandFactory = (name: string, ...examples: string[]) => Command;
@@ -23,11 +24,11 @@ function parsePort(raw: string): number {
   return n;
 }
 
-function parseBytes(raw: string): number {
+function parseBytes(raw: string, flag = '--max-body'): number {
   try {
     return parseSize(raw, false);
   } catch {
-    throw invalidInput(`serve: --max-body expects a size such as 256MiB or 1000000, found ${JSON.stringify(raw)}`);
+    throw invalidInput(`serve: ${flag} expects a size such as 256MiB or 1000000, found ${JSON.stringify(raw)}`);
   }
 }
 
@@ -39,6 +40,12 @@ function parseInterval(raw: string): number {
     // said below
   }
   throw invalidInput(`serve: --maintenance-interval expects a duration of at least 1s such as "1m" or "30s", found ${JSON.stringify(raw)}`);
+}
+
+function parseCount(raw: string | undefined, flag: string): number | undefined {
+  if (raw === undefined) return undefined;
+  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(Number(raw))) throw invalidInput(`serve: ${flag} expects a whole number, found ${JSON.stringify(raw)}`);
+  return Number(raw);
 }
 
 function out(line: string): void {
@@ -53,13 +60,25 @@ export function registerServerCommands(command: CommandFactory, settingsOf: (cmd
     .option('--port <port>', 'port to listen on (0: any free port)', '8181')
     .option('--tokens-file <file>', 'the tokens file (default: TWINLAKE_TOKENS_FILE, else <warehouse>/.twinlake/tokens.json)')
     .option('--max-body <size>', `largest record post, e.g. 256MiB (default ${DEFAULT_MAX_RECORD_BYTES / 1024 / 1024}MiB)`)
+    .option('--max-json-body <size>', `largest JSON request body (default ${DEFAULT_LIMITS.maxJsonBytes / 1024 / 1024}MiB)`)
+    .option('--headers-timeout <ms>', `time a client has to send a request's headers (default ${DEFAULT_LIMITS.headersTimeoutMs})`)
+    .option('--request-timeout <ms>', `time a client has to send a whole request, body included (default ${DEFAULT_LIMITS.requestTimeoutMs})`)
+    .option('--keep-alive-timeout <ms>', `how long an idle connection stays open (default ${DEFAULT_LIMITS.keepAliveTimeoutMs})`)
+    .option('--max-connections <n>', `connections at once; past it a new one is answered 503 (default ${DEFAULT_LIMITS.maxConnections}; 0: no limit)`)
     .option('--log-level <level>', 'fatal | error | warn | info | debug', 'info')
     .option('--no-maintenance', "do not run due maintenance in the background (the config's maintenance.background: false does the same)")
     .option('--maintenance-interval <duration>', 'how often the background maintenance looks for due operations (default 1m)')
-    .action(async (o: { host: string; port: string; tokensFile?: string; maxBody?: string; logLevel: string; maintenance: boolean; maintenanceInterval?: string }, cmd: Command) => {
+    .action(async (o: { host: string; port: string; tokensFile?: string; maxBody?: string; maxJsonBody?: string; headersTimeout?: string; requestTimeout?: string; keepAliveTimeout?: string; maxConnections?: string; logLevel: string; maintenance: boolean; maintenanceInterval?: string }, cmd: Command) => {
       const port = parsePort(o.port);
       const maxRecordBytes = o.maxBody !== undefined ? parseBytes(o.maxBody) : undefined;
       const intervalMs = o.maintenanceInterval !== undefined ? parseInterval(o.maintenanceInterval) : undefined;
+      const limits = {
+        maxJsonBytes: o.maxJsonBody !== undefined ? parseBytes(o.maxJsonBody, '--max-json-body') : undefined,
+        headersTimeoutMs: parseCount(o.headersTimeout, '--headers-timeout'),
+        requestTimeoutMs: parseCount(o.requestTimeout, '--request-timeout'),
+        keepAliveTimeoutMs: parseCount(o.keepAliveTimeout, '--keep-alive-timeout'),
+        maxConnections: parseCount(o.maxConnections, '--max-connections'),
+      };
       const config = await settingsOf(cmd);
       const background = o.maintenance && config.maintenance.background;
       const tokens = new TokenAuth(new TokenStore(tokensFile(o, config)));
@@ -67,10 +86,12 @@ export function registerServerCommands(command: CommandFactory, settingsOf: (cmd
       let app: Awaited<ReturnType<typeof buildServer>>;
       try {
         app = await buildServer({
-          lake, tokens, log: process.stderr, logLevel: o.logLevel, maxRecordBytes, tempDir: config.engine.tempDir, catalogType: config.catalog.type, warehouseUri: config.warehouseUri,
+          lake, tokens, log: process.stderr, logLevel: o.logLevel, maxRecordBytes, limits, tempDir: config.engine.tempDir, catalogType: config.catalog.type, warehouseUri: config.warehouseUri,
           maintenance: { defaultsFor: (name) => maintenanceDefaultsFor(config, name), background: background ? { intervalMs } : false },
         });
-        await app.listen({ host: o.host, port });
+        // Node's default backlog (511) makes the connections of a burst past it wait a second for the
+        // client's retry: the queue takes as many as the server serves at once.
+        await app.listen({ host: o.host, port, backlog: Math.max(511, app.serverLimits.maxConnections || 4096) });
       } catch (e) {
         await close();
         throw e;

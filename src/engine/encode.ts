@@ -35,7 +35,7 @@ export interface EncodeOptions {
    * one combination of keys. DuckDB cannot roll files inside partitions, so a partition's rows go
    * to one file whatever the target size.
    */
-  partitionBy?: { alias: string; sql: string }[];
+  partitionBy?: { alias: string; sql: string; unbounded?: boolean }[];
   /** For partitioned writes: the folder (relative to `outputDir`) a file with these keys goes to. */
   placeFile?: (keys: Map<string, string | null>) => string;
 }
@@ -138,6 +138,9 @@ export async function encodeParquet(session: DuckDBSession, options: EncodeOptio
   }
 }
 
+/** The longest partition key DuckDB may use as (part of) a folder name: 255 bytes less `<alias>=`. */
+const MAX_STAGED_KEY_BYTES = 200;
+
 /**
  * How many partitions one COPY may write at once. DuckDB's partitioned COPY keeps, per thread, a
  * buffer for every partition it has seen since its last flush, and a writer for every open file;
@@ -161,7 +164,7 @@ export function partitionsPerCopy(settings: EngineSettings): number {
 async function copyPartitioned(
   session: DuckDBSession,
   query: string,
-  keys: { alias: string; sql: string }[],
+  keys: { alias: string; sql: string; unbounded?: boolean }[],
   dir: string,
   copyOptions: string,
 ): Promise<Record<string, unknown>[]> {
@@ -171,7 +174,31 @@ async function copyPartitioned(
   const grouped = quoteIdent(`__tl_grouped_${id}`);
   const aliases = keys.map((k) => quoteIdent(k.alias));
   const group = quoteIdent('__tl_group');
-  const copy = (from: string) => session.all(`COPY (${from}) TO ${quoteString(dir)} (${copyOptions})`);
+  // DuckDB names each partition's folder `<alias>=<key>`: a key of unbounded text (a long string
+  // value) would pass the file system's 255-byte limit on a name. Such a key is written as `!` and
+  // its MD5 (url_encode and to_hex never write `!`, so no short key looks alike), and put back
+  // from the staged rows once the files are written.
+  const unbounded = keys.filter((k) => k.unbounded).map((k) => quoteIdent(k.alias));
+  const short = (a: string) => `CASE WHEN strlen(${a}) > ${MAX_STAGED_KEY_BYTES} THEN '!' || md5(${a}) ELSE ${a} END`;
+  const shortened = (from: string) => (unbounded.length === 0 ? from : `SELECT * REPLACE (${unbounded.map((a) => `${short(a)} AS ${a}`).join(', ')}) FROM (${from})`);
+  const copy = (from: string) => session.all(`COPY (${shortened(from)}) TO ${quoteString(dir)} (${copyOptions})`);
+  const restore = async (rows: Record<string, unknown>[], table: string): Promise<Record<string, unknown>[]> => {
+    const long = new Map<string, Map<string, string>>();
+    for (const k of keys.filter((k) => k.unbounded)) {
+      const a = quoteIdent(k.alias);
+      const found = await session.all(`SELECT DISTINCT '!' || md5(${a}) AS short, ${a} AS key FROM ${table} WHERE strlen(${a}) > ${MAX_STAGED_KEY_BYTES}`);
+      if (found.length > 0) long.set(k.alias, new Map(found.map((r) => [String(r.short), String(r.key)])));
+    }
+    if (long.size === 0) return rows;
+    return rows.map((row) => {
+      const restored = partitionKeysOf(row.partition_keys);
+      for (const [alias, byShort] of long) {
+        const v = restored.get(alias);
+        if (v !== undefined && v !== null && byShort.has(v)) restored.set(alias, byShort.get(v)!);
+      }
+      return { ...row, partition_keys: restored };
+    });
+  };
   const perCopy = partitionsPerCopy(session.settings);
   try {
     await session.run(`CREATE TEMP TABLE ${staged} AS SELECT *, ${keys.map((k) => `${k.sql} AS ${quoteIdent(k.alias)}`).join(', ')} FROM (${query})`);
@@ -179,7 +206,7 @@ async function copyPartitioned(
     const partitions = Number(n);
     // Every partition of a COPY keeps its file open, so a partition is never split in two.
     await session.run(`SET partitioned_write_max_open_files = ${Math.max(perCopy, 100)}`);
-    if (partitions <= perCopy) return await copy(`SELECT * FROM ${staged}`);
+    if (partitions <= perCopy) return await restore(await copy(`SELECT * FROM ${staged}`), staged);
     await session.run(
       `CREATE TEMP TABLE ${groups} AS SELECT *, (row_number() OVER (ORDER BY ${aliases.join(', ')}) - 1) // ${perCopy} AS ${group} ` +
         `FROM (SELECT DISTINCT ${aliases.join(', ')} FROM ${staged})`,
@@ -192,7 +219,7 @@ async function copyPartitioned(
     for (let g = 0; g * perCopy < partitions; g++) {
       rows.push(...(await copy(`SELECT * EXCLUDE (${group}) FROM ${grouped} WHERE ${group} = ${g}`)));
     }
-    return rows;
+    return await restore(rows, grouped);
   } finally {
     for (const table of [staged, groups, grouped]) await session.run(`DROP TABLE IF EXISTS ${table}`).catch(() => undefined);
   }

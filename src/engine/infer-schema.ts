@@ -1,3 +1,4 @@
+import { checkColumnNames } from '../core/names.ts';
 import { localPathIfFile } from '../core/uri.ts';
 import type { IcebergType, StructType } from '../format/iceberg/types.ts';
 import { quoteIdent, quoteString, structFromDescribe, toDuckDBType } from '../format/parquet/duckdb-types.ts';
@@ -271,6 +272,8 @@ export async function inferSchema(session: DuckDBSession, input: InputFile): Pro
   const source = inputRelation(input);
   const json = input.format === 'ndjson' || input.format === 'json';
   const struct = structFromDescribe(await describeRelation(session, source), json ? { json: 'unknown' } : {});
+  // Before any SQL names the columns: a NUL in a name would cut the engine's SQL text short.
+  checkColumnNames(struct, 'input');
   if (input.format === 'parquet') return struct;
   // DuckDB types a text column as TIMESTAMP when every sampled value has one shape, and drops the
   // zone when it does: decide timestamp vs timestamptz from the raw text instead.

@@ -21,6 +21,11 @@ export interface PartitionKey {
   field: PartitionField;
   alias: string;
   sql: string;
+  /**
+   * The key is text of unbounded length (identity or truncate of a string or bytes): the encoder
+   * shortens such keys before they become directory names (see `encodeParquet`).
+   */
+  unbounded?: boolean;
   decode(text: string | null): LiteralValue;
 }
 
@@ -49,7 +54,7 @@ export function partitionKeys(spec: PartitionSpec, schema: Schema, physicalNames
     const micros = type === 'date' ? null : `epoch_us(${column})`;
     switch (t.kind) {
       case 'identity':
-        keys.push({ field, alias, sql: encodeValue(type, column), decode: (x) => decodeValue(type, x) });
+        keys.push({ field, alias, sql: encodeValue(type, column), unbounded: unboundedText(type), decode: (x) => decodeValue(type, x) });
         break;
       case 'year':
         keys.push(int(`(year(${column}) - 1970)`));
@@ -67,11 +72,15 @@ export function partitionKeys(spec: PartitionSpec, schema: Schema, physicalNames
         keys.push(int(bucketSql(type, column, t.param!)));
         break;
       case 'truncate':
-        keys.push({ field, alias, sql: truncateSql(type, column, t.param!, `partition ${field.name}: column ${source.path.join('.')}`), decode: (x) => decodeValue(type, x) });
+        keys.push({ field, alias, sql: truncateSql(type, column, t.param!, `partition ${field.name}: column ${source.path.join('.')}`), unbounded: unboundedText(type), decode: (x) => decodeValue(type, x) });
         break;
     }
   });
   return keys;
+}
+
+function unboundedText(type: string): boolean {
+  return type === 'string' || type === 'binary' || type.startsWith('fixed');
 }
 
 /** The SQL of a (possibly nested) column in the encoded relation, by physical names. */

@@ -266,7 +266,8 @@ function fsError(e: unknown, op: 'read' | 'write' | 'list' | 'delete', file: str
   else if (writing && isCode(e, 'ENOTDIR', 'EEXIST')) why = `a parent of the path is not a directory (${code})`;
   else if (isCode(e, 'ENOSPC', 'EDQUOT')) why = `no space left on the device (${code})`;
   else if (isCode(e, 'EISDIR')) why = `the path is a directory (${code})`;
+  else if (isCode(e, 'ENAMETOOLONG')) why = `the path is longer than the file system allows: 255 bytes per name, 4096 bytes in all (${code})`;
   else why = e instanceof Error ? e.message : String(e);
-  const permanent = isCode(e, 'EACCES', 'EPERM', 'EROFS', 'ENOTDIR', 'EEXIST', 'EISDIR');
+  const permanent = isCode(e, 'EACCES', 'EPERM', 'EROFS', 'ENOTDIR', 'EEXIST', 'EISDIR', 'ENAMETOOLONG');
   return new TwinlakeError('io', `local store: cannot ${op} ${file}: ${why}`, { path: file, code }, { cause: e, retryable: !permanent });
 }

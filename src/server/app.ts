@@ -6,6 +6,7 @@ import { TWINLAKE_VERSION } from '../format/dual/version.ts';
 import type { RouteAuthConfig, TokenService } from './auth-types.ts';
 import { authorize } from './auth.ts';
 import { errorBody, errorResponse } from './http-errors.ts';
+import { redact } from '../config/redact.ts';
 import { openApiDocument, formatSchemaErrors, type RouteEntry } from './openapi.ts';
 import { managementRoutes, type ManagementOptions } from './management.ts';
 import { recordRoutes, DEFAULT_MAX_RECORD_BYTES } from './records.ts';
@@ -14,6 +15,7 @@ import { consoleRoutes } from './console.ts';
 import { MaintenanceScheduler, TableLocks } from './maintenance-scheduler.ts';
 import type { MaintenanceDefaults } from '../maintenance/schedule.ts';
 import type { Clock } from '../core/clock.ts';
+import { installLimits, limitError, limitOptions, resolveLimits, type ServerLimits } from './limits.ts';
 
 export interface ServerOptions extends Pick<ManagementOptions, 'catalogType' | 'warehouseUri'> {
   lake: Lakehouse;
@@ -37,6 +39,8 @@ export interface ServerOptions extends Pick<ManagementOptions, 'catalogType' | '
     /** Run due maintenance in the background (maintenance-scheduler.ts); off unless given. */
     background?: false | { intervalMs?: number; clock?: Clock };
   };
+  /** Timeouts, the connection limit and the JSON body limit (limits.ts has the defaults). */
+  limits?: Partial<ServerLimits>;
 }
 
 declare module 'fastify' {
@@ -45,6 +49,8 @@ declare module 'fastify' {
     routeTable: RouteEntry[];
     /** The background maintenance, when the server runs it. */
     maintenanceScheduler?: MaintenanceScheduler;
+    /** The limits the server runs with, for plugins that word their own errors. */
+    serverLimits: ServerLimits;
   }
   interface FastifyContextConfig extends RouteAuthConfig {}
   /** What the OpenAPI document says of a route beside its request and response schemas. */
@@ -54,6 +60,20 @@ declare module 'fastify' {
     /** Content types of a body the route streams itself (no body schema). */
     consumes?: string[];
   }
+}
+
+/** A request URL as the log shows it: query values that may be secrets, and anything shaped like a token, as `***`. */
+function redactUrl(url: string): string {
+  let decoded = url;
+  try {
+    // Decoded first: `postgresql%3A%2F%2Fu%3Apw%40host` hides a password from the patterns.
+    decoded = decodeURIComponent(url);
+  } catch {
+    // A malformed escape: logged as it came.
+  }
+  return redact(decoded)
+    .replace(/([?&][^=&]*(?:token|secret|password|key|sig)[^=&]*=)[^&]*/gi, '$1***')
+    .replace(/tl[ka]_[A-Za-z0-9_-]+/g, '***');
 }
 
 /**
@@ -70,7 +90,10 @@ export async function buildServer(opts: ServerOptions): Promise<FastifyInstance>
           stream: opts.log,
           // Fastify logs no headers by default; should a serializer ever add them, the token stays out.
           redact: { paths: ['req.headers.authorization', 'headers.authorization'], censor: '***' },
+          // A client may put a token in the query string (`?token=`, `?access_token=`): the logged URL never holds it.
+          serializers: { req: (req: { method: string; url: string; ip?: string }) => ({ method: req.method, url: redactUrl(req.url), remoteAddress: req.ip }) },
         };
+  const limits = resolveLimits(opts.limits);
   const app = Fastify({
     logger,
     genReqId: () => randomUUID(),
@@ -78,7 +101,11 @@ export async function buildServer(opts: ServerOptions): Promise<FastifyInstance>
     forceCloseConnections: 'idle',
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false, verbose: true } },
     schemaErrorFormatter: formatSchemaErrors,
+    ...limitOptions(limits),
   });
+  app.decorate('serverLimits', limits);
+  // First of the hooks: a connection past the limit is answered before anything else runs.
+  installLimits(app, limits);
   app.decorate('routeTable', [] as RouteEntry[]);
   app.addHook('onRoute', (route) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
@@ -121,7 +148,7 @@ export async function buildServer(opts: ServerOptions): Promise<FastifyInstance>
   });
 
   app.setErrorHandler((error, request, reply) => {
-    const { status, body } = errorResponse(error);
+    const { status, body } = errorResponse(limitError(error, limits));
     if (status >= 500) request.log.error({ status, error: body.error }, 'request failed');
     else request.log.info({ status }, body.error.message);
     return reply.code(status).send(body);

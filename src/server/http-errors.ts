@@ -27,6 +27,7 @@ const TYPES: Record<number, string> = {
   403: 'ForbiddenException',
   404: 'NotFoundException',
   409: 'AlreadyExistsException',
+  408: 'RequestTimeoutException',
   413: 'PayloadTooLargeException',
   415: 'UnsupportedMediaTypeException',
   500: 'InternalServerError',

@@ -22,6 +22,47 @@ export async function checkPlacement(ctx: Pick<TableContext, 'catalog' | 'deltaR
   // Tables below the new one's folder: in the namespace named by all its levels, or deeper.
   const inner = await firstTableUnder(ctx, levels);
   if (inner) throw nested(name, inner, 'around');
+  const twin = await caseTwin(ctx, levels);
+  if (twin) {
+    throw invalidInput(
+      `table ${name}: its name differs from table ${twin}'s only in case, and on a case-insensitive file system (macOS, Windows) the two would share one folder, ` +
+        `metadata and Delta log; choose another name`,
+      { table: name, other: twin },
+    );
+  }
+}
+
+/** Case-insensitive file systems fold case (and APFS and NTFS fold more than ASCII). */
+function fold(s: string): string {
+  return s.normalize('NFC').toUpperCase().toLowerCase();
+}
+
+/** Another table whose levels equal these but for case: the one whose folder these would alias. */
+async function caseTwin(ctx: Pick<TableContext, 'catalog' | 'deltaRegistry'>, levels: string[]): Promise<string | undefined> {
+  const same = (a: string[], b: string[]) => a.length === b.length && a.every((l, i) => fold(l) === fold(b[i]!));
+  const exact = (a: string[], b: string[]) => a.length === b.length && a.every((l, i) => l === b[i]);
+  for (const t of (await ctx.deltaRegistry?.list()) ?? []) {
+    const other = [...t.namespace, t.name];
+    if (same(other, levels) && !exact(other, levels)) return identString(t);
+  }
+  // Namespaces level by level, keeping those equal to the new table's but for case.
+  let namespaces: string[][] = [[]];
+  for (const level of levels.slice(0, -1)) {
+    const next: string[][] = [];
+    for (const ns of namespaces) {
+      const children = ns.length === 0 ? await ctx.catalog.listNamespaces() : await ctx.catalog.listNamespaces(ns);
+      next.push(...children.filter((c) => c.length === ns.length + 1 && fold(c.at(-1)!) === fold(level)));
+    }
+    if (next.length === 0) return undefined;
+    namespaces = next;
+  }
+  for (const ns of namespaces) {
+    for (const t of await ctx.catalog.listTables(ns)) {
+      const other = [...t.namespace, t.name];
+      if (same(other, levels) && !exact(other, levels)) return identString(t);
+    }
+  }
+  return undefined;
 }
 
 async function exists(ctx: Pick<TableContext, 'catalog' | 'deltaRegistry'>, id: TableIdentifier): Promise<boolean> {

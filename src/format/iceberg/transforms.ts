@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { stringifyJson } from '../../core/json.ts';
 import { invalidInput, isTwinlakeError, unsupported } from '../../core/errors.ts';
 import type { LiteralValue } from '../scan-task.ts';
@@ -537,9 +538,39 @@ export function partitionPathValue(transform: Transform, sourceType: IcebergType
   return text === HIVE_NULL_PARTITION ? `%5F${text.slice(1)}` : text;
 }
 
-/** One data path segment, `ts_day=2024-01-15`, name and value escaped as Java escapes them. */
+/**
+ * The longest data path segment, in bytes (escaped segments are ASCII). File systems allow 255
+ * bytes per name, and a cloud key 1,024 in all, which the table's folder, `data/`, every
+ * partition's segment and the file name share.
+ */
+export const MAX_PARTITION_SEGMENT_BYTES = 128;
+
+/**
+ * One data path segment, `ts_day=2024-01-15`, name and value escaped as Java escapes them.
+ *
+ * A segment longer than MAX_PARTITION_SEGMENT_BYTES (a long string value, a long column name)
+ * is shortened to `<name prefix>~<value prefix>~<hash>`: the hash (of the whole segment) keeps
+ * distinct values in distinct folders. Partition values live in the metadata (Iceberg's manifests,
+ * Delta's `partitionValues`), not in paths, so every reader still finds each file's value; the
+ * shortened form has no `=`, so a reader that takes values from `name=value` folders (Hive
+ * style) sees no value rather than a wrong one, and no escaped segment holds `~` (Java escapes it),
+ * so it never spells a full segment.
+ */
 export function partitionPathSegment(name: string, transform: Transform, sourceType: IcebergType, partitionValue: LiteralValue): string {
-  return `${urlEncode(name)}=${partitionPathValue(transform, sourceType, partitionValue)}`;
+  const escapedName = urlEncode(name);
+  const escapedValue = partitionPathValue(transform, sourceType, partitionValue);
+  const segment = `${escapedName}=${escapedValue}`;
+  if (segment.length <= MAX_PARTITION_SEGMENT_BYTES) return segment;
+  const hash = createHash('sha256').update(segment).digest('hex').slice(0, 16);
+  return `${cutEscaped(escapedName, 48)}~${cutEscaped(escapedValue, 56)}~${hash}`;
+}
+
+/** The first `n` characters of an escaped text, never ending inside a `%XX` escape. */
+function cutEscaped(s: string, n: number): string {
+  if (s.length <= n) return s;
+  const cut = s.slice(0, n);
+  const p = cut.lastIndexOf('%');
+  return p >= 0 && p > n - 3 ? cut.slice(0, p) : cut;
 }
 
 // ---------------------------------------------------------------------------------------------

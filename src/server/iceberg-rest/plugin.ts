@@ -11,6 +11,9 @@ import type { Lakehouse } from '../../table/lakehouse.ts';
 import type { RouteAuthConfig, TokenService } from '../auth-types.ts';
 import { commitRestTable, commitRestTransaction, createRestTable, newTableFromRequest, restTableContext, TableLocks } from './rest-commit.ts';
 import { errorBody, restError, toRestError, type RouteKind } from './rest-errors.ts';
+import { relativeTo } from '../../core/uri.ts';
+import { HttpError } from '../http-errors.ts';
+import { limitError } from '../limits.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig extends RouteAuthConfig {}
@@ -68,9 +71,11 @@ export async function icebergRestPlugin(app: FastifyInstance, opts: IcebergRestO
   const catalog = lake.catalog as Catalog & CatalogExtras;
   const catalogPrefix = opts.catalogPrefix ?? catalog.name;
   const locks = new TableLocks();
+  const inWarehouse = (uri: unknown, what: string) => checkInWarehouse(lake.warehouse, uri, what);
   const warn = (m: string) => app.log.warn(m);
 
   // Bodies keep 64-bit snapshot IDs exact; form bodies are the OAuth token request's.
+  app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
     try {
       done(null, parseBody(body as string, 'iceberg rest: request'));
@@ -83,9 +88,13 @@ export async function icebergRestPlugin(app: FastifyInstance, opts: IcebergRestO
   });
 
   // What fails before a handler runs (a body that is not JSON) gets the spec's error body too.
-  app.setErrorHandler((e: unknown, req, reply) => {
+  app.setErrorHandler((raw: unknown, req, reply) => {
+    const limited = app.serverLimits ? limitError(raw, app.serverLimits) : raw;
+    const e = limited;
     const status = (e as { statusCode?: number }).statusCode;
-    const err = isTwinlakeError(e)
+    const err = e instanceof HttpError
+      ? restError(e.status, e.type, `iceberg rest: ${e.message}`)
+      : isTwinlakeError(e)
       ? toRestError(e, 'table')
       : status !== undefined && status >= 400 && status < 500
         ? restError(status, 'BadRequestException', `iceberg rest: ${(e as Error).message}`)
@@ -255,6 +264,13 @@ export async function icebergRestPlugin(app: FastifyInstance, opts: IcebergRestO
         if (!isJsonObject(body.schema)) throw invalidInput('iceberg rest: CreateTableRequest: expected a schema object');
         await requireNamespace(ns);
         const ctx = ctxOf(id);
+        if (typeof body.location === 'string' && body.location !== '') {
+          inWarehouse(body.location, 'CreateTableRequest: location');
+          // Tables never nest or share a folder (DESIGN.md §10): a table lives in its own.
+          if (relativeTo(lake.warehouse, body.location)!.replace(/\/+$/, '') !== relativeTo(lake.warehouse, ctx.location)) {
+            throw restError(400, 'BadRequestException', `iceberg rest: CreateTableRequest: location ${JSON.stringify(body.location)} must be this table's folder, ${ctx.location} (tables never nest or share a folder)`);
+          }
+        }
         const metadata = newTableFromRequest(ctx, {
           name: body.name,
           ...(typeof body.location === 'string' && body.location !== '' ? { location: body.location } : {}),
@@ -303,7 +319,7 @@ export async function icebergRestPlugin(app: FastifyInstance, opts: IcebergRestO
       write,
       handle('commit', async (req, reply) => {
         const id = tableOf(req);
-        const commit = commitOf(objectBody(req.body, 'CommitTableRequest'));
+        const commit = commitOf(objectBody(req.body, 'CommitTableRequest'), inWarehouse);
         const result = await commitRestTable(locks, ctxOf(id), commit);
         return send(reply, 200, { 'metadata-location': result.metadataLocation, metadata: tableMetadataToJson(result.metadata) });
       }),
@@ -332,6 +348,7 @@ export async function icebergRestPlugin(app: FastifyInstance, opts: IcebergRestO
         if (body.overwrite === true) throw restError(406, 'UnsupportedOperationException', 'iceberg rest: register with overwrite is not supported; drop the table first');
         const id = { namespace: ns, name: body.name };
         checkTableIdentifier(id);
+        inWarehouse(body['metadata-location'], 'RegisterTableRequest: metadata-location');
         await requireNamespace(ns);
         const registered = await catalog.registerTable(id, body['metadata-location']);
         return send(reply, 200, loadResult(registered.metadataLocation, registered.metadata));
@@ -383,7 +400,7 @@ export async function icebergRestPlugin(app: FastifyInstance, opts: IcebergRestO
         const changes = (body['table-changes'] as unknown[]).map((raw, i) => {
           const change = objectBody(raw, `table-changes[${i}]`);
           const id = identifierOf(change.identifier, `table-changes[${i}].identifier`);
-          return { ctx: ctxOf(id), commit: commitOf(change) };
+          return { ctx: ctxOf(id), commit: commitOf(change, inWarehouse) };
         });
         await commitRestTransaction(locks, changes);
         return send(reply, 204);
@@ -414,11 +431,31 @@ function identifierOf(value: unknown, what: string): TableIdentifier {
   return id;
 }
 
-function commitOf(body: Record<string, any>): TableCommit {
+function commitOf(body: Record<string, any>, inWarehouse: (uri: unknown, what: string) => void): TableCommit {
   if (!Array.isArray(body.requirements ?? []) || !Array.isArray(body.updates ?? [])) {
     throw invalidInput('iceberg rest: CommitTableRequest: expected requirements and updates as arrays');
   }
-  return { requirements: (body.requirements ?? []).map(requirementFromJson), updates: (body.updates ?? []).map(updateFromJson) };
+  const updates = (body.updates ?? []).map(updateFromJson);
+  // Every location a commit names is one the server will read or write: the warehouse's only.
+  for (const u of updates) {
+    if (u.action === 'set-location') inWarehouse(u.location, 'set-location: location');
+    else if (u.action === 'add-snapshot') inWarehouse(u.snapshot['manifest-list'], 'add-snapshot: manifest-list');
+    else if (u.action === 'set-statistics') inWarehouse(u.statistics['statistics-path'], 'set-statistics: statistics-path');
+    else if (u.action === 'set-partition-statistics') inWarehouse(u['partition-statistics']['statistics-path'], 'set-partition-statistics: statistics-path');
+  }
+  return { requirements: (body.requirements ?? []).map(requirementFromJson), updates };
+}
+
+/**
+ * A location inside `warehouse`, with no `.` or `..` segment (and no backslash or NUL) that could
+ * lead out of it again: the server reads and writes nothing else, whatever a client names.
+ */
+export function checkInWarehouse(warehouse: string, uri: unknown, what: string): void {
+  const rel = typeof uri === 'string' ? relativeTo(warehouse, uri) : undefined;
+  const escapes = rel === undefined || rel.split('/').some((s) => s === '' || s === '.' || s === '..') || /[\\\u0000]/.test(rel);
+  if (escapes) {
+    throw restError(400, 'BadRequestException', `iceberg rest: ${what} ${JSON.stringify(uri)} is not inside this server's warehouse ${warehouse}; the server reads and writes only there`);
+  }
 }
 
 /**

@@ -15,6 +15,7 @@ import { applyUpdates, checkRequirements } from '../../format/iceberg/updates.ts
 import { rawCommit } from '../../table/commit/table-actions.ts';
 import { Transaction } from '../../table/commit/transaction.ts';
 import { tryLoad } from '../../table/commit/commit.ts';
+import { checkPlacement } from '../../table/table-placement.ts';
 import { checkpointIfDue, commitDelta } from '../../table/delta/delta-sync.ts';
 import type { TableContext } from '../../table/table-context.ts';
 import type { Lakehouse } from '../../table/lakehouse.ts';
@@ -136,6 +137,7 @@ function withTwinlakeProperties(ctx: TableContext, metadata: TableMetadata): Tab
 
 /** Creates the table (exclusive), then Delta version 0 records it: as `twinlake create` does. */
 export async function createRestTable(ctx: TableContext, metadata: TableMetadata): Promise<LoadTableResult> {
+  await checkPlacement(ctx);
   const outcome = await new Transaction(ctx, [], { create: metadata, exclusive: true, what: `create ${formatTableIdentifier(ctx.ident)}` }).commit();
   if (outcome.status === 'conflict') throw outcome.error;
   if (outcome.status !== 'committed') throw new Error(`iceberg rest: a ${outcome.status} outcome of a create`);

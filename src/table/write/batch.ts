@@ -70,6 +70,9 @@ const STORAGE_ERRORS = new Set(['EACCES', 'EPERM', 'EROFS', 'ENOSPC', 'ENOTDIR',
 
 async function explainEncodeFailure(e: unknown, input: PreparedInput, dataDir: string): Promise<TwinlakeError> {
   const code = (e as { code?: string }).code;
+  if (code === 'ENAMETOOLONG') {
+    return new TwinlakeError('io', `storage: cannot write data files under ${dataDir}: a path is longer than the file system allows: 255 bytes per name, 4096 bytes in all (${code}); use fewer partition fields or a shorter warehouse path`, {}, { cause: e, retryable: false });
+  }
   if (code && STORAGE_ERRORS.has(code)) {
     return new TwinlakeError('io', `storage: cannot write data files under ${dataDir}: not writable (${code})`, {}, { cause: e });
   }
@@ -220,7 +223,7 @@ export async function encodeFrom(ctx: BatchContext, plan: EncodeTarget, from: En
   const files: string[] = [];
   const encodeAll = () =>
     encodeParquet(session, {
-      partitionBy: keys.map((k) => ({ alias: k.alias, sql: k.sql })),
+      partitionBy: keys.map((k) => ({ alias: k.alias, sql: k.sql, unbounded: k.unbounded })),
       // Human-readable folders as Iceberg writers name them: data/ts_day=2024-01-15/user_id_bucket=3/
       placeFile: (raw) => {
         const tuple = tupleOf(raw);

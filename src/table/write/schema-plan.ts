@@ -1,3 +1,4 @@
+import { checkColumnNames } from '../../core/names.ts';
 import { invalidInput } from '../../core/errors.ts';
 import { newUuid } from '../../core/ids.ts';
 import { evolvePartitionSpec, parsePartitionSpec } from '../../format/iceberg/partition-spec-parser.ts';
@@ -9,6 +10,7 @@ import { checkDeltaPartitioning, checkIdentityUnchanged } from '../../format/dua
 import { assignPhysicalNames } from '../../format/dual/physical-names.ts';
 import { schedulesOfProperties } from '../../format/dual/maintenance-schedule.ts';
 import type { TableContext } from '../table-context.ts';
+import { identString } from '../table-context.ts';
 import {
   boolProp,
   DEFAULT_TARGET_FILE_SIZE,
@@ -47,6 +49,7 @@ export interface SchemaPlan {
 }
 
 export function planSchema(ctx: TableContext, metadata: TableMetadata | undefined, incoming: StructType, opts: WriteOptions): SchemaPlan {
+  checkColumnNames(incoming, `table ${identString(ctx.ident)}`);
   if (!metadata) {
     let next = 1;
     const fresh = assignFreshIds(incoming, () => next++);
