@@ -69,11 +69,6 @@ export interface CrashRun {
 }
 
 /**
- * Runs `c` clean once to count its storage calls N, then for every k in 1..N dies at call k (and,
- * when call k changes storage, also just after its effect), restarts over the raw store and
- * catalog, and checks what a restart finds (see checkAfterCrash).
- */
-/**
  * What is stored after a death at call k is what calls 1..k-1 did (and call k, landed): a death
  * at a call that only reads leaves what a death at the write before it, landed, leaves. So the
  * distinct outcomes are the deaths at each call that changes storage, before and after its
@@ -88,6 +83,11 @@ export interface MatrixOptions {
   die?: (k: number, landed: boolean) => Promise<void>;
 }
 
+/**
+ * Runs `c` clean once to count its storage calls N, then dies at call k (each k whose call
+ * changes storage, before and after its effect; with TWINLAKE_CRASH_EVERY_CALL every k in 1..N),
+ * restarts over the raw store and catalog, and checks what a restart finds (checkAfterCrash).
+ */
 export async function crashMatrix(w: CrashWarehouse, c: CrashCase, opts: MatrixOptions = {}): Promise<CrashRun> {
   {
     const setup = await openLake(w);
@@ -154,6 +154,12 @@ async function withLake<T>(w: CrashWarehouse, fn: (lake: Lakehouse) => Promise<T
   }
 }
 
+/** The table before the operation (by name, and as readers by path found it) and after a clean run. */
+interface States {
+  before: { truth: View; icebergByPath: View; deltaByPath: View };
+  after: View;
+}
+
 /**
  * What a restart after a crash must find: the truth (Iceberg by name; Delta for a Delta-only
  * table) exactly as before or after the operation; by path, nothing ahead of it (a reader by path
@@ -161,11 +167,6 @@ async function withLake<T>(w: CrashWarehouse, fn: (lake: Lakehouse) => Promise<T
  * sees a row the catalog did not commit); after a sync both formats equal, `verify` clean; and
  * orphan cleanup past its safety window leaves only files something retained references.
  */
-interface States {
-  before: { truth: View; icebergByPath: View; deltaByPath: View };
-  after: View;
-}
-
 async function checkAfterCrash(lake: Lakehouse, c: CrashCase, states: States, where: string): Promise<void> {
   const { before, after } = states;
   const location = await locationOf(lake, c);
