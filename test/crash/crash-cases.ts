@@ -75,7 +75,6 @@ export const WRITE_CASES: CrashCase[] = [
   },
 ];
 
-
 /** Three appends of small files, an orphan a dead write left, and old metadata: something for every maintenance operation to do. */
 async function maintainable(lake: Lakehouse): Promise<void> {
   await twoAppends(lake, { 'write.metadata.previous-versions-max': '1' });
