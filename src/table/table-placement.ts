@@ -22,7 +22,8 @@ export async function checkPlacement(ctx: Pick<TableContext, 'catalog' | 'deltaR
   if (!opts.deltaOnly) {
     const { store, key } = ctx.io.storeAt(ctx.location);
     const version = await latestDeltaVersion(store, key);
-    if (version !== undefined) {
+    // A writer creating the same table at once commits its Iceberg table before its Delta log.
+    if (version !== undefined && !(await ctx.catalog.tableExists(ctx.ident))) {
       throw invalidInput(
         `table ${name}: its folder ${ctx.location} already holds a Delta log (version ${version}) of a table the catalog does not know; write it as a Delta-only table (formats delta) to continue that log, or remove the folder`,
         { table: name, location: ctx.location },
