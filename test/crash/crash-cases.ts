@@ -89,6 +89,7 @@ export const MAINTENANCE_CASES: CrashCase[] = ['snapshot_expiry', 'orphan_cleanu
   name: operation,
   table: 'ns.t',
   sameRows: true,
+  tombstones: operation === 'full_maintenance',
   setup: maintainable,
   run: (lake: Lakehouse) => runMaintenance(lake.table('ns.t'), operation, LATER),
 }));
