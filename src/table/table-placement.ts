@@ -2,6 +2,7 @@ import { invalidInput } from '../core/errors.ts';
 import type { TableIdentifier } from '../catalog/catalog.ts';
 import type { TableContext } from './table-context.ts';
 import { identString } from './table-context.ts';
+import { latestDeltaVersion } from './delta/delta-log.ts';
 
 /**
  * Tables never nest (DESIGN.md §10): a table's folder is `<warehouse>/<namespace levels>/<name>`,
@@ -11,9 +12,24 @@ import { identString } from './table-context.ts';
  *
  * Checked when a table is created; two creators racing with nesting names are not caught here.
  */
-export async function checkPlacement(ctx: Pick<TableContext, 'catalog' | 'deltaRegistry' | 'ident'>): Promise<void> {
+export async function checkPlacement(ctx: Pick<TableContext, 'catalog' | 'deltaRegistry' | 'ident' | 'io' | 'location'>, opts: { deltaOnly?: boolean } = {}): Promise<void> {
   const levels = [...ctx.ident.namespace, ctx.ident.name];
   const name = identString(ctx.ident);
+  // A Delta log already in the new table's folder belongs to a Delta table the catalog does not
+  // know (a Delta-only table whose first write died before its name was registered, or another
+  // engine's): Iceberg's lineage would start on top of a log holding other rows, and the two
+  // formats would disagree. A Delta-only write there continues that log; a two-format table is refused.
+  if (!opts.deltaOnly) {
+    const { store, key } = ctx.io.storeAt(ctx.location);
+    const version = await latestDeltaVersion(store, key);
+    // A writer creating the same table at once commits its Iceberg table before its Delta log.
+    if (version !== undefined && !(await ctx.catalog.tableExists(ctx.ident))) {
+      throw invalidInput(
+        `table ${name}: its folder ${ctx.location} already holds a Delta log (version ${version}) of a table the catalog does not know; write it as a Delta-only table (formats delta) to continue that log, or remove the folder`,
+        { table: name, location: ctx.location },
+      );
+    }
+  }
   // A table whose folder holds the new one: some shorter prefix of its levels.
   for (let k = 1; k < levels.length - 1; k++) {
     const outer: TableIdentifier = { namespace: levels.slice(0, k), name: levels[k]! };

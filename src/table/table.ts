@@ -112,9 +112,9 @@ export class Table {
       return writeDeltaOnly(this.ctx, deltaLocation, input, opts);
     }
     const exists = await this.ctx.catalog.tableExists(this.ctx.ident);
-    if (exists) await this.checkOptionsOfExisting(opts);
-    else await checkPlacement(this.ctx);
     const wantsDeltaOnly = opts.formats !== undefined && parseFormats(opts.formats).join() === 'delta';
+    if (exists) await this.checkOptionsOfExisting(opts);
+    else await checkPlacement(this.ctx, { deltaOnly: wantsDeltaOnly });
     if (wantsDeltaOnly && !exists) {
       const registry = this.ctx.deltaRegistry;
       if (!registry) throw unsupported(`table ${this.name}: this catalog cannot hold Delta-only tables`);
@@ -222,8 +222,9 @@ export class Table {
 
   /** Creates the table without data (schema in Iceberg JSON form); Delta version 0 records it. */
   async create(schema: StructType, opts: Omit<WriteOptions, 'mode' | 'schema'> = {}): Promise<void> {
-    if (!(await this.exists())) await checkPlacement(this.ctx);
-    if (opts.formats !== undefined && parseFormats(opts.formats).join() === 'delta') {
+    const deltaOnly = opts.formats !== undefined && parseFormats(opts.formats).join() === 'delta';
+    if (!(await this.exists())) await checkPlacement(this.ctx, { deltaOnly });
+    if (deltaOnly) {
       const registry = this.ctx.deltaRegistry;
       if (!registry) throw unsupported(`table ${this.name}: this catalog cannot hold Delta-only tables`);
       if (await this.exists()) throw new TwinlakeError('already-exists', `table ${this.name} already exists`, { table: this.name });

@@ -1,16 +1,18 @@
 import { resolve } from 'node:path';
 import { errorMessage, invalidInput, isTwinlakeError, TwinlakeError, unsupported } from '../../core/errors.ts';
 import { fileUri, isUri, relativeTo } from '../../core/uri.ts';
-import { ensureNamespace, type LoadTableResult } from '../../catalog/catalog.ts';
+import { ensureNamespace, type Catalog, type LoadTableResult, type TableIdentifier } from '../../catalog/catalog.ts';
+import { metadataFileVersion } from '../../catalog/metadata-files.ts';
 import { toDeltaSchema } from '../../format/delta/schema.ts';
 import { indexById, nameMapping } from '../../format/iceberg/schema.ts';
-import { currentSchema, currentSnapshot, parseTableMetadata } from '../../format/iceberg/table-metadata.ts';
+import { currentSchema, currentSnapshot, parseTableMetadata, serializeTableMetadata } from '../../format/iceberg/table-metadata.ts';
 import type { DataFile, IcebergType, StructType, TableMetadata } from '../../format/iceberg/types.ts';
 import { quoteString } from '../../engine/duckdb-session.ts';
-import { applyUpdates, type TableUpdate } from '../../format/iceberg/updates.ts';
+import { applyUpdates, checkRequirements, type TableUpdate } from '../../format/iceberg/updates.ts';
 import { applicableDeletes } from '../../format/iceberg/scan.ts';
 import { deleteFileKey } from '../../format/iceberg/manifest.ts';
 import { liveFiles } from '../read/iceberg-scan.ts';
+import { versionHintUri } from '../read/metadata-locator.ts';
 import { engineFile, withEngineFiles } from '../read/read-cache.ts';
 import { existingDeletes, writeRowDeletes, type WrittenDeletes } from '../merge/row-deletes.ts';
 import type { RowDeletesBasis } from '../commit/snapshot-producer.ts';
@@ -68,63 +70,104 @@ export async function registerTable(ctx: TableContext, metadataFile: string): Pr
 
   const log = warningLog(ctx);
   await ensureNamespace(ctx.catalog, ctx.ident.namespace);
-  let loaded: LoadTableResult = await ctx.catalog.registerTable(ctx.ident, registered);
+  // The table is registered by the commit that records Twinlake's properties, in one catalog
+  // step: a register that dies before it leaves the table unregistered, never registered as
+  // the other engine's Iceberg-only table with no Delta log to follow it.
+  const adopting: TableContext = { ...ctx, catalog: adoptingCatalog(ctx, { metadataLocation: registered, metadata }) };
+  let loaded: LoadTableResult = { metadataLocation: registered, metadata };
   const retry = new CommitRetry(commitRetryPolicy(loaded.metadata.properties), what);
-  try {
-    for (;;) {
-      const base = loaded.metadata;
-      const properties: Record<string, string> = {
-        [Props.formats]: parseFormats(['iceberg', 'delta']).join(','),
-        [Props.physicalNames]: writePhysicalNames(physicalNames),
-      };
-      // Another engine's mapping (files without field IDs rely on it) stays; one is added when missing.
-      if (base.properties[Props.nameMapping] === undefined) properties[Props.nameMapping] = JSON.stringify(nameMapping(currentSchema(base), physicalNames));
-      const updates: TableUpdate[] = [{ action: 'set-properties', updates: properties }];
-      const done = (after: TableMetadata, metadataLocation: string, extra: Partial<RegisterResult>): RegisterResult => ({
-        table: name,
-        registeredMetadata: registered,
-        metadataLocation,
-        location: after.location,
-        formats: tableFormats(after.properties),
-        warnings: log.warnings,
-        ...extra,
-      });
-      const snapshot = currentSnapshot(base);
-      // No snapshot: Delta version 0 records the table as created, as for a new table; a snapshot
-      // starts the Delta log with the table's live files, its deletes rewritten as Twinlake's.
-      const summary = { ...operationSummary('alter', { properties: JSON.stringify({ [Props.formats]: properties[Props.formats] }) }), [DELTA_START_KEY]: 'true' };
-      const deletes = snapshot ? await rewriteDeletes(ctx, applyUpdates(base, updates, { nowMs: ctx.clock.nowMs() })) : undefined;
-      const actions: TableAction[] = snapshot
-        ? [
-            updateProperties(properties),
-            snapshotOf(ctx, { operation: deletes ? 'delete' : 'append', added: [], replaceAll: false, summary, ...(deletes ? { addedDeletes: deletes.written.deletes, rowDeletes: deletes.basis } : {}) }),
-          ]
-        : [rawCommit({ requirements: [{ type: 'assert-table-uuid', uuid: base['table-uuid'] }, { type: 'assert-ref-snapshot-id', ref: 'main', 'snapshot-id': null }], updates })];
-      const outcome = await new Transaction(ctx, actions, { what, retry }).commit(loaded).catch(async (e: unknown) => {
-        await ctx.io.deleteQuietly(deletes?.written.files ?? []);
-        throw e;
-      });
-      if (outcome.status !== 'committed') {
-        await ctx.io.deleteQuietly(deletes?.written.files ?? []);
-        if (outcome.status === 'conflict' && snapshot) throw outcome.error;
-        // Without a snapshot the commit requires there still is none: once one is committed, Delta starts from it.
-        if (outcome.status === 'conflict') await retry.lost(outcome.error.message);
-        loaded = outcome.status === 'conflict' ? await ctx.catalog.loadTable(ctx.ident) : outcome.base;
-        continue;
-      }
-      if (!outcome.snapshot) {
-        await commitDelta(ctx, outcome.metadata, log.warn);
-        return done(outcome.metadata, outcome.metadataLocation, { deltaVersion: 0 });
-      }
-      const delta = await finishDelta(ctx, outcome.metadata, outcome.snapshot, log.warn);
-      return done(outcome.metadata, outcome.metadataLocation, { snapshotId: outcome.snapshot['snapshot-id'], deltaVersion: delta.deltaVersion });
+  for (;;) {
+    const base = loaded.metadata;
+    const properties: Record<string, string> = {
+      [Props.formats]: parseFormats(['iceberg', 'delta']).join(','),
+      [Props.physicalNames]: writePhysicalNames(physicalNames),
+    };
+    // Another engine's mapping (files without field IDs rely on it) stays; one is added when missing.
+    if (base.properties[Props.nameMapping] === undefined) properties[Props.nameMapping] = JSON.stringify(nameMapping(currentSchema(base), physicalNames));
+    const updates: TableUpdate[] = [{ action: 'set-properties', updates: properties }];
+    const done = (after: TableMetadata, metadataLocation: string, extra: Partial<RegisterResult>): RegisterResult => ({
+      table: name,
+      registeredMetadata: registered,
+      metadataLocation,
+      location: after.location,
+      formats: tableFormats(after.properties),
+      warnings: log.warnings,
+      ...extra,
+    });
+    const snapshot = currentSnapshot(base);
+    // No snapshot: Delta version 0 records the table as created, as for a new table; a snapshot
+    // starts the Delta log with the table's live files, its deletes rewritten as Twinlake's.
+    const summary = { ...operationSummary('alter', { properties: JSON.stringify({ [Props.formats]: properties[Props.formats] }) }), [DELTA_START_KEY]: 'true' };
+    const deletes = snapshot ? await rewriteDeletes(adopting, applyUpdates(base, updates, { nowMs: ctx.clock.nowMs() })) : undefined;
+    const actions: TableAction[] = snapshot
+      ? [
+          updateProperties(properties),
+          snapshotOf(adopting, { operation: deletes ? 'delete' : 'append', added: [], replaceAll: false, summary, ...(deletes ? { addedDeletes: deletes.written.deletes, rowDeletes: deletes.basis } : {}) }),
+        ]
+      : [rawCommit({ requirements: [{ type: 'assert-table-uuid', uuid: base['table-uuid'] }, { type: 'assert-ref-snapshot-id', ref: 'main', 'snapshot-id': null }], updates })];
+    const outcome = await new Transaction(adopting, actions, { what, retry }).commit(loaded).catch(async (e: unknown) => {
+      await ctx.io.deleteQuietly(deletes?.written.files ?? []);
+      throw e;
+    });
+    if (outcome.status !== 'committed') {
+      await ctx.io.deleteQuietly(deletes?.written.files ?? []);
+      if (outcome.status === 'conflict' && snapshot) throw outcome.error;
+      // Without a snapshot the commit requires there still is none: once one is committed, Delta starts from it.
+      if (outcome.status === 'conflict') await retry.lost(outcome.error.message);
+      loaded = outcome.status === 'conflict' ? await adopting.catalog.loadTable(ctx.ident) : outcome.base;
+      continue;
     }
-  } catch (e) {
-    // Nothing of ours was committed: the table goes back to being unregistered, its files untouched.
-    const now = await ctx.catalog.loadTable(ctx.ident).catch(() => undefined);
-    if (now && now.metadataLocation === registered) await ctx.catalog.dropTable(ctx.ident).catch(() => undefined);
-    throw e;
+    if (!outcome.snapshot) {
+      await commitDelta(ctx, outcome.metadata, log.warn);
+      return done(outcome.metadata, outcome.metadataLocation, { deltaVersion: 0 });
+    }
+    const delta = await finishDelta(ctx, outcome.metadata, outcome.snapshot, log.warn);
+    return done(outcome.metadata, outcome.metadataLocation, { snapshotId: outcome.snapshot['snapshot-id'], deltaVersion: delta.deltaVersion });
   }
+}
+
+/**
+ * The catalog as register's commit sees it: until that commit the table is the other engine's
+ * metadata file, unregistered; the commit writes the adopted metadata as the next metadata file
+ * beside it (create-only, as a catalog writes one) and registers that file. Once registered,
+ * every call is the catalog's own.
+ */
+function adoptingCatalog(ctx: TableContext, foreign: LoadTableResult): Catalog {
+  const catalog = ctx.catalog;
+  let registered: LoadTableResult | undefined;
+  const commitTable: Catalog['commitTable'] = async (id, commit, options) => {
+    if (registered) return catalog.commitTable(id, commit, options);
+    let next: TableMetadata;
+    try {
+      checkRequirements(foreign.metadata, commit.requirements);
+      next = applyUpdates(foreign.metadata, commit.updates, { nowMs: ctx.clock.nowMs(), previousMetadataLocation: foreign.metadataLocation });
+    } catch (e) {
+      if (isTwinlakeError(e, 'commit-conflict')) return { status: 'conflict', reason: e.message };
+      throw e;
+    }
+    const dir = foreign.metadataLocation.slice(0, foreign.metadataLocation.lastIndexOf('/'));
+    const body = serializeTableMetadata(next);
+    let version = metadataFileVersion(foreign.metadataLocation) + 1;
+    while (!(await ctx.io.writeIfAbsent(`${dir}/v${version}.metadata.json`, body))) version++;
+    const uri = `${dir}/v${version}.metadata.json`;
+    try {
+      registered = await catalog.registerTable(id, uri);
+    } catch (e) {
+      await ctx.io.deleteQuietly([uri]);
+      throw e;
+    }
+    // Path readers follow the hint; it is only an optimisation, so failing to write it fails nothing.
+    await ctx.io.write(versionHintUri(uri), String(version)).catch(() => undefined);
+    return { status: 'committed', metadataLocation: uri, metadata: registered.metadata };
+  };
+  return new Proxy(catalog, {
+    get(target, prop) {
+      if (prop === 'commitTable') return commitTable;
+      if (prop === 'loadTable') return async (id: TableIdentifier) => (registered ? catalog.loadTable(id) : foreign);
+      const v = Reflect.get(target, prop) as unknown;
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
 }
 
 /**
