@@ -65,6 +65,22 @@ export class MetadataFiles {
   }
 
   /**
+   * `write`, at the same time as the files the metadata names are made durable (CommitOptions
+   * `durable`): the metadata file is fsynced beside them instead of after them, and resolves only
+   * once both are durable. When `durable` fails the new file is removed and its reason thrown.
+   */
+  async writeWhenDurable(metadata: TableMetadata, firstVersion: number, durable: Promise<void> | undefined): Promise<{ uri: string; version: number; metadata: TableMetadata }> {
+    if (!durable) return this.write(metadata, firstVersion);
+    const [written, ready] = await Promise.allSettled([this.write(metadata, firstVersion), durable]);
+    if (ready.status === 'rejected') {
+      if (written.status === 'fulfilled') await this.deleteQuietly(written.value.uri);
+      throw ready.reason;
+    }
+    if (written.status === 'rejected') throw written.reason;
+    return written.value;
+  }
+
+  /**
    * Moves `version-hint.text` forward to the version the catalog points at (`pointer()`, read
    * again after writing: a concurrent commit that moved the pointer meanwhile may have had its
    * newer hint overwritten by ours, so it is written again for that one). A failure here does not
