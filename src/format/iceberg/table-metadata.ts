@@ -408,3 +408,102 @@ export function snapshotAsOf(m: TableMetadata, timestampMs: number): Snapshot | 
   if (!head) return undefined;
   return ancestors(m, head['snapshot-id']).find((s) => s['timestamp-ms'] <= timestampMs);
 }
+
+/** What `peekTopLevel` found of one key of a metadata file's top-level object. */
+export type PeekedValue =
+  | { status: 'found'; value: unknown }
+  | { status: 'absent' }
+  /** The text ends before the key's value does (a prefix of the file was given). */
+  | { status: 'truncated' }
+  /** The text up to there is not a JSON object. */
+  | { status: 'invalid'; at: number };
+
+/**
+ * The value of `key` in the top-level object of a metadata file's JSON, scanning only as far as
+ * the key (the values before it are skipped, not parsed), for readers that need one field of a
+ * file whose snapshots are megabytes: a Delta read of a catalog table needs only the table's
+ * formats (`properties`), which writers put before the snapshot list. `text` may be a prefix of
+ * the file; values are plain JSON (no bigints: use it for fields that have none).
+ */
+export function peekTopLevel(text: string, key: string): PeekedValue {
+  const n = text.length;
+  const ws = (i: number) => {
+    while (i < n && (text.charCodeAt(i) === 32 || text.charCodeAt(i) === 10 || text.charCodeAt(i) === 13 || text.charCodeAt(i) === 9)) i++;
+    return i;
+  };
+  // The index after the string opening at i, or -1 when the text ends first.
+  const skipString = (i: number) => {
+    for (let j = i + 1; ; ) {
+      const q = text.indexOf('"', j);
+      if (q < 0) return -1;
+      let slashes = 0;
+      while (text.charCodeAt(q - 1 - slashes) === 92) slashes++;
+      if (slashes % 2 === 0) return q + 1;
+      j = q + 1;
+    }
+  };
+  // The index after the value starting at i; -1 truncated, -2 invalid.
+  const skipValue = (i: number) => {
+    const c = text[i];
+    if (c === '"') return skipString(i);
+    if (c === '{' || c === '[') {
+      let depth = 0;
+      for (let j = i; j < n; ) {
+        const d = text.charCodeAt(j);
+        if (d === 34) {
+          j = skipString(j);
+          if (j < 0) return -1;
+          continue;
+        }
+        if (d === 123 || d === 91) depth++;
+        else if (d === 125 || d === 93) {
+          depth--;
+          if (depth === 0) return j + 1;
+        }
+        j++;
+      }
+      return -1;
+    }
+    let j = i;
+    while (j < n && !',}] \n\r\t'.includes(text[j]!)) j++;
+    if (j === i) return i >= n ? -1 : -2;
+    return j >= n ? -1 : j;
+  };
+  let i = ws(0);
+  if (i >= n) return { status: 'truncated' };
+  if (text[i] !== '{') return { status: 'invalid', at: i };
+  i = ws(i + 1);
+  if (text[i] === '}') return { status: 'absent' };
+  for (;;) {
+    if (i >= n) return { status: 'truncated' };
+    if (text[i] !== '"') return { status: 'invalid', at: i };
+    const keyEnd = skipString(i);
+    if (keyEnd < 0) return { status: 'truncated' };
+    let name: unknown;
+    try {
+      name = JSON.parse(text.slice(i, keyEnd));
+    } catch {
+      return { status: 'invalid', at: i };
+    }
+    i = ws(keyEnd);
+    if (i >= n) return { status: 'truncated' };
+    if (text[i] !== ':') return { status: 'invalid', at: i };
+    const start = ws(i + 1);
+    if (start >= n) return { status: 'truncated' };
+    const end = skipValue(start);
+    if (end === -1) return { status: 'truncated' };
+    if (end === -2) return { status: 'invalid', at: start };
+    if (name === key) {
+      try {
+        return { status: 'found', value: JSON.parse(text.slice(start, end)) };
+      } catch {
+        return { status: 'invalid', at: start };
+      }
+    }
+    i = ws(end);
+    if (i >= n) return { status: 'truncated' };
+    if (text[i] === '}') return { status: 'absent' };
+    if (text[i] !== ',') return { status: 'invalid', at: i };
+    i = ws(i + 1);
+  }
+}
