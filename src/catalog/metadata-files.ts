@@ -1,6 +1,6 @@
 import { isTwinlakeError, TwinlakeError, unsupported } from '../core/errors.ts';
 import { relativeTo } from '../core/uri.ts';
-import { parseTableMetadata, serializeTableMetadata } from '../format/iceberg/table-metadata.ts';
+import { parseTableMetadata, serializeTableMetadataBytes } from '../format/iceberg/table-metadata.ts';
 import type { TableMetadata } from '../format/iceberg/types.ts';
 import type { ObjectStore } from '../io/object-store.ts';
 import { formatTableIdentifier, type TableIdentifier } from './catalog.ts';
@@ -54,7 +54,7 @@ export class MetadataFiles {
    */
   async write(metadata: TableMetadata, firstVersion: number): Promise<{ uri: string; version: number; metadata: TableMetadata }> {
     const dir = metadataFolder(metadata);
-    const body = serializeTableMetadata(metadata);
+    const body = serializeTableMetadataBytes(metadata);
     let version = firstVersion;
     for (let attempt = 0; attempt < 8; attempt++) {
       const uri = `${dir}/v${version}.metadata.json`;
