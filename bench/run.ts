@@ -209,12 +209,49 @@ async function commitBench(): Promise<void> {
   let phase: Phase = 'prepare';
   let timing = false;
   const steps = new Map<string, { calls: number; ms: number }>();
+  // The same calls as intervals of wall time, per phase of the append under way: the timeline
+  // below shows which steps run one after another, and how much of a phase no call covers (the
+  // CPU work between them: encoding, serializing, applying updates).
+  let calls: { phase: Phase; step: string; start: number; end: number }[] = [];
   const record = (step: string, ms: number) => {
     if (!timing) return;
     const s = steps.get(`${phase}|${step}`) ?? { calls: 0, ms: 0 };
     s.calls++;
     s.ms += ms;
     steps.set(`${phase}|${step}`, s);
+    const end = performance.now();
+    calls.push({ phase, step, start: end - ms, end });
+  };
+  const timeline = new Map<string, { at: number; span: number; n: number }>();
+  const phaseWall = { iceberg: 0, delta: 0 };
+  const phaseIo = { iceberg: 0, delta: 0 };
+  let phaseStart = { iceberg: 0, delta: 0 };
+  const covered = (xs: { start: number; end: number }[]) => {
+    let total = 0;
+    let until = -Infinity;
+    for (const x of [...xs].sort((a, b) => a.start - b.start)) {
+      if (x.end <= until) continue;
+      total += x.end - Math.max(x.start, until);
+      until = x.end;
+    }
+    return total;
+  };
+  const closeAppend = (end: number) => {
+    const bounds = { iceberg: [phaseStart.iceberg, phaseStart.delta], delta: [phaseStart.delta, end] } as const;
+    for (const p of ['iceberg', 'delta'] as const) {
+      const mine = calls.filter((c) => c.phase === p);
+      phaseWall[p] += bounds[p][1] - bounds[p][0];
+      phaseIo[p] += covered(mine);
+      for (const step of new Set(mine.map((c) => c.step))) {
+        const of = mine.filter((c) => c.step === step);
+        const t = timeline.get(`${p}|${step}`) ?? { at: 0, span: 0, n: 0 };
+        t.at += Math.min(...of.map((c) => c.start)) - bounds[p][0];
+        t.span += covered(of);
+        t.n++;
+        timeline.set(`${p}|${step}`, t);
+      }
+    }
+    calls = [];
   };
   const kindOf = (key: string) => {
     const name = key.slice(key.lastIndexOf('/') + 1);
@@ -271,10 +308,12 @@ async function commitBench(): Promise<void> {
   const txnCommit = Transaction.prototype.commit;
   Transaction.prototype.commit = async function (this: InstanceType<typeof Transaction>, ...a: Parameters<typeof txnCommit>) {
     phase = 'iceberg';
+    phaseStart.iceberg = performance.now();
     try {
       return await txnCommit.apply(this, a);
     } finally {
       phase = 'delta';
+      phaseStart.delta = performance.now();
     }
   };
 
@@ -293,9 +332,12 @@ async function commitBench(): Promise<void> {
     for (let i = 0; i < commits; i++) {
       const batch = Array.from({ length: 10 }, (_, j) => ({ id: i * 10 + j, v: `row ${i}` }));
       phase = 'prepare';
+      calls = [];
       const t0 = performance.now();
       const r = await table.append(batch);
-      total.push(performance.now() - t0);
+      const t1 = performance.now();
+      closeAppend(t1);
+      total.push(t1 - t0);
       commit.push(r.timings.icebergCommitMs + r.timings.deltaCommitMs);
       iceberg.push(r.timings.icebergCommitMs);
       delta.push(r.timings.deltaCommitMs);
@@ -337,6 +379,14 @@ async function commitBench(): Promise<void> {
     const sum = mine.reduce((a, [, s]) => a + s.ms, 0) / commits;
     console.log(`    ${p === 'prepare' ? 'load, repair, encode' : p === 'iceberg' ? 'iceberg commit' : 'delta + checkpoint'} (store and sqlite calls ${sum.toFixed(2)} ms)`);
     for (const [k, s] of mine) console.log(`      ${k.slice(p.length + 1).padEnd(40)} ${(s.calls / commits).toFixed(2).padStart(6)} × ${(s.ms / commits).toFixed(2).padStart(6)} ms`);
+  }
+  console.log(`  timeline of a commit (mean of ${commits}; a step starts at +ms into its phase and its calls cover ms of wall time):`);
+  for (const p of ['iceberg', 'delta'] as const) {
+    const wall = phaseWall[p] / commits;
+    const io = phaseIo[p] / commits;
+    console.log(`    ${p === 'iceberg' ? 'iceberg commit (manifests, metadata file, swap)' : 'delta version, hint, checkpoint'}: ${wall.toFixed(2)} ms, of which store and sqlite calls cover ${io.toFixed(2)} ms, the rest (CPU between them) ${(wall - io).toFixed(2)} ms`);
+    const mine = [...timeline].filter(([k]) => k.startsWith(`${p}|`)).sort((a, b) => a[1].at / a[1].n - b[1].at / b[1].n);
+    for (const [k, t] of mine) console.log(`      +${(t.at / t.n).toFixed(2).padStart(5)} ms  ${k.slice(p.length + 1).padEnd(36)} ${(t.span / commits).toFixed(2).padStart(6)} ms${t.n < commits ? `  (in ${t.n} of ${commits})` : ''}`);
   }
 }
 

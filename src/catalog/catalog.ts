@@ -44,6 +44,14 @@ export interface CommitOptions {
    * the caller, which awaits it while it writes its own files (the Delta version).
    */
   deferFollowUp?: boolean;
+  /**
+   * The files the updates name (a snapshot's manifests and manifest list) are still being made
+   * durable. The catalog MAY write its own metadata file meanwhile, since nothing reads that file
+   * before the pointer names it, but MUST NOT move the pointer before this resolves; when it
+   * rejects, nothing is committed, the catalog's new metadata file is removed, and the commit
+   * fails with its reason.
+   */
+  durable?: Promise<void>;
 }
 
 export interface Catalog {
@@ -67,6 +75,12 @@ export interface Catalog {
   tableExists(id: TableIdentifier): Promise<boolean>;
   /** MUST throw `not-found` naming the table when it does not exist. */
   loadTable(id: TableIdentifier): Promise<LoadTableResult>;
+  /**
+   * The current metadata file's location, without reading the file (what a Delta read of the
+   * table starts from). Optional: catalogs that only hand out parsed metadata lack it. MUST throw
+   * `not-found` as loadTable does.
+   */
+  metadataLocation?(id: TableIdentifier): Promise<string>;
   /**
    * Writes `metadata` as the table's first metadata file and registers it. An empty
    * `metadata.location` asks the catalog for its default location. MUST throw `already-exists`

@@ -274,7 +274,7 @@ export class GlueCatalog implements Catalog {
       if (isTwinlakeError(e, 'commit-conflict')) return { status: 'conflict', reason: e.message };
       throw e;
     }
-    const written = await this.files.write(next, metadataFileVersion(current) + 1);
+    const written = await this.files.writeWhenDurable(next, metadataFileVersion(current) + 1, options.durable);
     const input = tableInput(table.Name!, written.uri, written.metadata, table, current);
     let failure: unknown;
     try {

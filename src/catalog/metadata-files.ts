@@ -1,6 +1,6 @@
 import { isTwinlakeError, TwinlakeError, unsupported } from '../core/errors.ts';
 import { relativeTo } from '../core/uri.ts';
-import { parseTableMetadata, serializeTableMetadata } from '../format/iceberg/table-metadata.ts';
+import { parseTableMetadata, serializeTableMetadataBytes } from '../format/iceberg/table-metadata.ts';
 import type { TableMetadata } from '../format/iceberg/types.ts';
 import type { ObjectStore } from '../io/object-store.ts';
 import { formatTableIdentifier, type TableIdentifier } from './catalog.ts';
@@ -54,7 +54,7 @@ export class MetadataFiles {
    */
   async write(metadata: TableMetadata, firstVersion: number): Promise<{ uri: string; version: number; metadata: TableMetadata }> {
     const dir = metadataFolder(metadata);
-    const body = serializeTableMetadata(metadata);
+    const body = serializeTableMetadataBytes(metadata);
     let version = firstVersion;
     for (let attempt = 0; attempt < 8; attempt++) {
       const uri = `${dir}/v${version}.metadata.json`;
@@ -62,6 +62,22 @@ export class MetadataFiles {
       version = attempt < 2 ? version + 1 : Math.max(version, await this.highestVersion(dir)) + 1;
     }
     throw new TwinlakeError('commit-conflict', `${this.domain}: every metadata file name tried in ${dir} was taken by concurrent writers`, { dir });
+  }
+
+  /**
+   * `write`, at the same time as the files the metadata names are made durable (CommitOptions
+   * `durable`): the metadata file is fsynced beside them instead of after them, and resolves only
+   * once both are durable. When `durable` fails the new file is removed and its reason thrown.
+   */
+  async writeWhenDurable(metadata: TableMetadata, firstVersion: number, durable: Promise<void> | undefined): Promise<{ uri: string; version: number; metadata: TableMetadata }> {
+    if (!durable) return this.write(metadata, firstVersion);
+    const [written, ready] = await Promise.allSettled([this.write(metadata, firstVersion), durable]);
+    if (ready.status === 'rejected') {
+      if (written.status === 'fulfilled') await this.deleteQuietly(written.value.uri);
+      throw ready.reason;
+    }
+    if (written.status === 'rejected') throw written.reason;
+    return written.value;
   }
 
   /**

@@ -8,6 +8,7 @@ import {
   checkTableIdentifier,
   formatTableIdentifier,
   type Catalog,
+  type CommitOptions,
   type CommitResult,
   type LoadTableResult,
   type TableCommit,
@@ -142,8 +143,10 @@ export class RestCatalog implements Catalog {
     return this.loadResult(await this.call({ method: 'POST', path: tablePath(id), body, conflict: 'already-exists', commit: true }), id);
   }
 
-  async commitTable(id: TableIdentifier, commit: TableCommit): Promise<CommitResult> {
+  async commitTable(id: TableIdentifier, commit: TableCommit, options: CommitOptions = {}): Promise<CommitResult> {
     checkTableIdentifier(id);
+    // The server makes the commit visible: the files it names must be durable first.
+    await options.durable;
     const body = { identifier: id, requirements: commit.requirements.map(requirementToJson), updates: commit.updates.map(updateToJson) };
     try {
       const r = this.loadResult(await this.call({ method: 'POST', path: tablePath(id), body, conflict: 'commit-conflict', commit: true }), id);

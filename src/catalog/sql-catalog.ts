@@ -245,6 +245,11 @@ export class SqlCatalog implements Catalog {
     return { metadataLocation, metadata: await this.files.read(metadataLocation, id) };
   }
 
+  async metadataLocation(id: TableIdentifier): Promise<string> {
+    checkTableIdentifier(id);
+    return this.requirePointer(id);
+  }
+
   async createTable(id: TableIdentifier, metadata: TableMetadata): Promise<LoadTableResult> {
     checkTableIdentifier(id);
     this.requireWritable(`create ${formatTableIdentifier(id)}`);
@@ -294,7 +299,8 @@ export class SqlCatalog implements Catalog {
       throw e;
     }
     const sql = await this.ready;
-    const written = await this.files.write(next, metadataFileVersion(current) + 1);
+    // The swap comes only once the metadata file and every file it names are durable.
+    const written = await this.files.writeWhenDurable(next, metadataFileVersion(current) + 1, options.durable);
 
     let changed: number;
     try {

@@ -1,4 +1,4 @@
-import { invalidInput, TwinlakeError, unsupported } from '../core/errors.ts';
+import { invalidInput, isTwinlakeError, TwinlakeError, unsupported } from '../core/errors.ts';
 import { joinUri } from '../core/uri.ts';
 import type { FileIO } from '../io/file-io.ts';
 import { commitPath } from '../format/delta/actions.ts';
@@ -20,6 +20,7 @@ import { readCacheOf, withLocalTask } from './read/read-cache.ts';
 import { deltaVersionOf, OPERATION_KEY, type TableOperation } from '../format/dual/summary-keys.ts';
 import type { WriteInput } from './write/input.ts';
 import { exportScan, planRead, type ExportTarget, type ReadFormat, type ReadPlan, type TableSource, type TimeTravel } from './read/reader.ts';
+import { deltaReadTarget } from './read/metadata-locator.ts';
 import type { TableContext } from './table-context.ts';
 import { identString } from './table-context.ts';
 import { checkCreationOptions, parseFormats, tableFormats, type TableFormat } from '../format/dual/table-properties.ts';
@@ -256,11 +257,34 @@ export class Table {
       if (opts.format === 'iceberg') throw invalidInput(`table ${this.name} keeps only the Delta format; read it with --format delta`);
       return planRead({ io: this.ctx.io, location: deltaLocation, iceberg: async () => undefined }, 'delta', opts);
     }
+    if (opts.format === 'delta' && opts.snapshotId === undefined) {
+      const planned = await this.planDeltaOfCatalogTable(opts);
+      if (planned) return planned;
+    }
     const metadata = await this.metadata();
     const formats = tableFormats(metadata.properties);
     if (opts.format === 'delta' && !formats.includes('delta')) throw invalidInput(`table ${this.name} keeps only the Iceberg format; read it with --format iceberg`);
     const source: TableSource = { io: this.ctx.io, location: metadata.location, iceberg: async () => metadata };
     return planRead(source, opts.format ?? 'iceberg', opts);
+  }
+
+  /**
+   * A Delta read of a catalog table needs only its location, not its Iceberg metadata parsed
+   * (megabytes at 10,000 snapshots, perhaps damaged while the Delta log is whole): see
+   * deltaReadTarget. Undefined when the long way must decide (no such catalog call, another
+   * layout, no Delta log where the damaged file's layout says).
+   */
+  private async planDeltaOfCatalogTable(opts: ReadOptions): Promise<ReadPlan | undefined> {
+    const pointer = await this.ctx.catalog.metadataLocation?.(this.ctx.ident);
+    const target = pointer === undefined ? undefined : await deltaReadTarget(this.ctx.io, pointer);
+    if (!target) return undefined;
+    if (target.properties && !tableFormats(target.properties).includes('delta')) throw invalidInput(`table ${this.name} keeps only the Iceberg format; read it with --format iceberg`);
+    try {
+      return await planRead({ io: this.ctx.io, location: target.location, iceberg: async () => undefined }, 'delta', opts);
+    } catch (e) {
+      if (target.properties || !isTwinlakeError(e, 'not-found')) throw e;
+      return undefined;
+    }
   }
 
   /** Reads rows (see `readScan` for how values are represented). */

@@ -208,9 +208,18 @@ function optionalSnapshotId(v: unknown, what: string, fail: (what: string) => ne
  * every reader accepts, spec Appendix F) and v3 files get `null`.
  */
 export function serializeTableMetadata(m: TableMetadata): string {
-  // Every commit rewrites the whole snapshot list and snapshot log; a snapshot or log entry never
-  // changes once added, so its JSON text is made once and spliced in, and the rest of the file
-  // is all that is serialized per commit.
+  return new TextDecoder().decode(serializeTableMetadataBytes(m));
+}
+
+/**
+ * The metadata file's bytes (what `serializeTableMetadata` spells). Every commit rewrites the whole
+ * snapshot list and snapshot log; a snapshot or log entry never changes once added, so its UTF-8
+ * bytes are made once and copied in, and the rest of the file is all that is serialized per
+ * commit. Bytes, not text: joining 10,000 kept strings walks each one again (V8 keeps them as
+ * ropes) and the result must be encoded again, 100+ ms for an 8 MB file; copying kept bytes is a
+ * few milliseconds.
+ */
+export function serializeTableMetadataBytes(m: TableMetadata): Uint8Array {
   const json = tableMetadataToJson(m, { lists: false });
   const v = m['format-version'];
   json.snapshots = SNAPSHOTS_MARK;
@@ -219,29 +228,47 @@ export function serializeTableMetadata(m: TableMetadata): string {
   const marks = [`"snapshots":"${SNAPSHOTS_MARK}"`, `"snapshot-log":"${SNAPSHOT_LOG_MARK}"`];
   const at = marks.map((mark) => text.indexOf(mark));
   // A property that happens to spell a marker: no shortcut.
-  if (at.some((i, k) => i < 0 || text.indexOf(marks[k]!, i + 1) >= 0) || at[0]! > at[1]!) return stringifyJson(tableMetadataToJson(m));
-  const snapshots = '[' + m.snapshots.map((s) => snapshotText(s, v)).join(',') + ']';
-  const log = '[' + m['snapshot-log'].map(logEntryText).join(',') + ']';
-  return text.slice(0, at[0]) + '"snapshots":' + snapshots + text.slice(at[0]! + marks[0]!.length, at[1]) + '"snapshot-log":' + log + text.slice(at[1]! + marks[1]!.length);
+  if (at.some((i, k) => i < 0 || text.indexOf(marks[k]!, i + 1) >= 0) || at[0]! > at[1]!) return UTF8.encode(stringifyJson(tableMetadataToJson(m)));
+  const parts: Uint8Array[] = [UTF8.encode(text.slice(0, at[0]) + '"snapshots":')];
+  const list = (items: Uint8Array[]) => {
+    parts.push(OPEN);
+    items.forEach((b, i) => (i > 0 ? parts.push(COMMA, b) : parts.push(b)));
+    parts.push(CLOSE);
+  };
+  list(m.snapshots.map((s) => snapshotBytes(s, v)));
+  parts.push(UTF8.encode(text.slice(at[0]! + marks[0]!.length, at[1]) + '"snapshot-log":'));
+  list(m['snapshot-log'].map(logEntryBytes));
+  parts.push(UTF8.encode(text.slice(at[1]! + marks[1]!.length)));
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let offset = 0;
+  for (const p of parts) {
+    out.set(p, offset);
+    offset += p.length;
+  }
+  return out;
 }
 
+const UTF8 = new TextEncoder();
+const OPEN = UTF8.encode('[');
+const CLOSE = UTF8.encode(']');
+const COMMA = UTF8.encode(',');
 const SNAPSHOTS_MARK = 'twinlake-snapshots-placeholder-5f0c2e';
 const SNAPSHOT_LOG_MARK = 'twinlake-snapshot-log-placeholder-5f0c2e';
-const snapshotTexts = new WeakMap<Snapshot, { version: number; text: string }>();
-const logEntryTexts = new WeakMap<object, string>();
+const snapshotTexts = new WeakMap<Snapshot, { version: number; bytes: Uint8Array }>();
+const logEntryTexts = new WeakMap<object, Uint8Array>();
 
-function logEntryText(entry: TableMetadata['snapshot-log'][number]): string {
-  let text = logEntryTexts.get(entry);
-  if (text === undefined) logEntryTexts.set(entry, (text = stringifyJson(entry)));
-  return text;
+function logEntryBytes(entry: TableMetadata['snapshot-log'][number]): Uint8Array {
+  let bytes = logEntryTexts.get(entry);
+  if (bytes === undefined) logEntryTexts.set(entry, (bytes = UTF8.encode(stringifyJson(entry))));
+  return bytes;
 }
 
-function snapshotText(s: Snapshot, version: number): string {
+function snapshotBytes(s: Snapshot, version: number): Uint8Array {
   const hit = snapshotTexts.get(s);
-  if (hit && hit.version === version) return hit.text;
-  const text = stringifyJson(snapshotToJson(s, version));
-  snapshotTexts.set(s, { version, text });
-  return text;
+  if (hit && hit.version === version) return hit.bytes;
+  const bytes = UTF8.encode(stringifyJson(snapshotToJson(s, version)));
+  snapshotTexts.set(s, { version, bytes });
+  return bytes;
 }
 
 const KNOWN_FIELDS = new Set([
@@ -407,4 +434,103 @@ export function snapshotAsOf(m: TableMetadata, timestampMs: number): Snapshot | 
   const head = currentSnapshot(m);
   if (!head) return undefined;
   return ancestors(m, head['snapshot-id']).find((s) => s['timestamp-ms'] <= timestampMs);
+}
+
+/** What `peekTopLevel` found of one key of a metadata file's top-level object. */
+export type PeekedValue =
+  | { status: 'found'; value: unknown }
+  | { status: 'absent' }
+  /** The text ends before the key's value does (a prefix of the file was given). */
+  | { status: 'truncated' }
+  /** The text up to there is not a JSON object. */
+  | { status: 'invalid'; at: number };
+
+/**
+ * The value of `key` in the top-level object of a metadata file's JSON, scanning only as far as
+ * the key (the values before it are skipped, not parsed), for readers that need one field of a
+ * file whose snapshots are megabytes: a Delta read of a catalog table needs only the table's
+ * formats (`properties`), which writers put before the snapshot list. `text` may be a prefix of
+ * the file; values are plain JSON (no bigints: use it for fields that have none).
+ */
+export function peekTopLevel(text: string, key: string): PeekedValue {
+  const n = text.length;
+  const ws = (i: number) => {
+    while (i < n && (text.charCodeAt(i) === 32 || text.charCodeAt(i) === 10 || text.charCodeAt(i) === 13 || text.charCodeAt(i) === 9)) i++;
+    return i;
+  };
+  // The index after the string opening at i, or -1 when the text ends first.
+  const skipString = (i: number) => {
+    for (let j = i + 1; ; ) {
+      const q = text.indexOf('"', j);
+      if (q < 0) return -1;
+      let slashes = 0;
+      while (text.charCodeAt(q - 1 - slashes) === 92) slashes++;
+      if (slashes % 2 === 0) return q + 1;
+      j = q + 1;
+    }
+  };
+  // The index after the value starting at i; -1 truncated, -2 invalid.
+  const skipValue = (i: number) => {
+    const c = text[i];
+    if (c === '"') return skipString(i);
+    if (c === '{' || c === '[') {
+      let depth = 0;
+      for (let j = i; j < n; ) {
+        const d = text.charCodeAt(j);
+        if (d === 34) {
+          j = skipString(j);
+          if (j < 0) return -1;
+          continue;
+        }
+        if (d === 123 || d === 91) depth++;
+        else if (d === 125 || d === 93) {
+          depth--;
+          if (depth === 0) return j + 1;
+        }
+        j++;
+      }
+      return -1;
+    }
+    let j = i;
+    while (j < n && !',}] \n\r\t'.includes(text[j]!)) j++;
+    if (j === i) return i >= n ? -1 : -2;
+    return j >= n ? -1 : j;
+  };
+  let i = ws(0);
+  if (i >= n) return { status: 'truncated' };
+  if (text[i] !== '{') return { status: 'invalid', at: i };
+  i = ws(i + 1);
+  if (text[i] === '}') return { status: 'absent' };
+  for (;;) {
+    if (i >= n) return { status: 'truncated' };
+    if (text[i] !== '"') return { status: 'invalid', at: i };
+    const keyEnd = skipString(i);
+    if (keyEnd < 0) return { status: 'truncated' };
+    let name: unknown;
+    try {
+      name = JSON.parse(text.slice(i, keyEnd));
+    } catch {
+      return { status: 'invalid', at: i };
+    }
+    i = ws(keyEnd);
+    if (i >= n) return { status: 'truncated' };
+    if (text[i] !== ':') return { status: 'invalid', at: i };
+    const start = ws(i + 1);
+    if (start >= n) return { status: 'truncated' };
+    const end = skipValue(start);
+    if (end === -1) return { status: 'truncated' };
+    if (end === -2) return { status: 'invalid', at: start };
+    if (name === key) {
+      try {
+        return { status: 'found', value: JSON.parse(text.slice(start, end)) };
+      } catch {
+        return { status: 'invalid', at: start };
+      }
+    }
+    i = ws(end);
+    if (i >= n) return { status: 'truncated' };
+    if (text[i] === '}') return { status: 'absent' };
+    if (text[i] !== ',') return { status: 'invalid', at: i };
+    i = ws(i + 1);
+  }
 }

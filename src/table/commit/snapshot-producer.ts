@@ -61,6 +61,12 @@ export interface SnapshotBasis {
   schema: Schema;
   /** May still be worked out (a probe of the Delta log) while the manifests are written. */
   summaryExtra: Record<string, string> | Promise<Record<string, string>>;
+  /**
+   * Hand the snapshot out as soon as its files are encoded and their writes started, not once
+   * they are durable: the caller then MUST NOT let a commit naming them become visible before
+   * `ProducedSnapshot.durable` resolves (the catalog writes its metadata file meanwhile).
+   */
+  deferDurable?: boolean;
 }
 
 export interface ProducedSnapshot {
@@ -68,6 +74,8 @@ export interface ProducedSnapshot {
   /** Files this attempt wrote that must be deleted if its commit is not accepted. */
   attemptFiles: string[];
   removed: DataFile[];
+  /** Resolves once every Avro file the snapshot names is durable; rejects when a write failed. */
+  durable: Promise<void>;
   /**
    * The data files the snapshot added and removed, as its manifests' ADDED and DELETED entries
    * say, for the Delta version that mirrors it; only for a snapshot without delete files (whose
@@ -188,7 +196,10 @@ export class SnapshotProducer {
     this.written.push(listUri);
     attemptFiles.push(listUri);
     this.startWrite(listUri, listBytes);
-    await Promise.all(this.writes);
+    const durable = Promise.all(this.writes).then(() => undefined);
+    // Awaited by the caller (deferDurable) or here; never unhandled.
+    durable.catch(() => undefined);
+    if (!basis.deferDurable) await durable;
 
     const summary = summarize({
       operation: this.change.operation,
@@ -209,7 +220,7 @@ export class SnapshotProducer {
     };
     const plain = (this.change.addedDeletes?.length ?? 0) === 0 && removedDeletes.length === 0 && this.change.rowDeletes === undefined;
     const changes: SnapshotChanges | undefined = plain ? { added: this.change.added, removed, addedDeletes: [], removedDeletes: [], deleteTargets: [] } : undefined;
-    return { snapshot, attemptFiles, removed, ...(changes ? { changes } : {}) };
+    return { snapshot, attemptFiles, removed, durable, ...(changes ? { changes } : {}) };
   }
 
   /**
@@ -413,6 +424,11 @@ export class SnapshotProducer {
       pending.catch(() => this.entryCache.delete(m['manifest-path']));
     }
     return pending;
+  }
+
+  /** Once every write started so far has ended: a file removed before its write ends would land again. */
+  async settled(): Promise<void> {
+    await Promise.allSettled(this.writes);
   }
 
   /** Removes every file this producer wrote (the write failed or was abandoned). */

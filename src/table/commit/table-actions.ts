@@ -45,7 +45,9 @@ class SnapshotAction implements TableAction {
       const extra = summaryExtra(ctx, metadata, loaded && metadata, parent, this.producer.change).then((e) => ({ ...e, ...summary }));
       // Settled by produce, or left unawaited when produce fails first: never unhandled.
       extra.catch(() => undefined);
-      produced = await this.producer.produce(metadata, nowMs, { schema: currentSchema(metadata), summaryExtra: extra });
+      // The catalog writes its metadata file while the manifests are fsynced, and moves its
+      // pointer only once both are durable (CommitOptions.durable).
+      produced = await this.producer.produce(metadata, nowMs, { schema: currentSchema(metadata), summaryExtra: extra, deferDurable: true });
     } catch (e) {
       // A file this change rewrites was removed by a concurrent commit: prepare it again.
       if (isTwinlakeError(e, 'commit-conflict')) return { status: 'rerun', why: e.message };
@@ -55,6 +57,7 @@ class SnapshotAction implements TableAction {
     if (produced.changes) rememberChanges(ctx.io, this.producer.snapshotId, produced.changes);
     return {
       status: 'apply',
+      durable: produced.durable,
       // Manifests are written against the schema and the default spec: both must still hold.
       requirements: [
         { type: 'assert-ref-snapshot-id', ref: 'main', 'snapshot-id': parent ? parent['snapshot-id'] : null },
@@ -69,6 +72,7 @@ class SnapshotAction implements TableAction {
   }
 
   async lost(): Promise<void> {
+    await this.producer.settled();
     forgetAvroFiles(this.ctx.io, this.attemptFiles);
     await this.ctx.io.deleteQuietly(this.attemptFiles);
     this.attemptFiles = [];

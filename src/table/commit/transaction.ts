@@ -38,8 +38,11 @@ export interface ActionBase {
   summary: Readonly<Record<string, string>>;
 }
 
-/** What an action yields on one attempt. */
-export type ActionResult<T = { requirements: TableRequirement[]; updates: TableUpdate[] }> =
+/**
+ * What an action yields on one attempt. `durable`: the files its updates name are still being
+ * made durable; the commit's pointer moves only once it resolves (CommitOptions.durable).
+ */
+export type ActionResult<T = { requirements: TableRequirement[]; updates: TableUpdate[]; durable?: Promise<void> }> =
   | ({ status: 'apply' } & T)
   /** Prepared on a base that no longer holds: the caller prepares its files again. */
   | { status: 'rerun'; why: string }
@@ -196,9 +199,15 @@ export class Transaction {
         let snapshot: Snapshot | undefined;
         const requirements: TableRequirement[] = [];
         const updates: TableUpdate[] = [];
+        const pending: Promise<void>[] = [];
         for (const action of actions) {
           const r = await action.apply({ ctx, loaded: base?.metadata, metadata, nowMs, summary });
-          if (r.status !== 'apply') return r;
+          if (r.status !== 'apply') {
+            // The attempt ends here: its files' writes end before the caller removes them.
+            await Promise.allSettled(pending);
+            return r;
+          }
+          if (r.durable) pending.push(r.durable);
           // An action states what it relies on in the metadata it was given; what holds there but
           // not on the base was made true by an action before it, whose own requirements guard it.
           if (base) for (const q of r.requirements) if (holds(base.metadata, q) && !requirements.some((x) => sameJson(x, q))) requirements.push(q);
@@ -207,7 +216,11 @@ export class Transaction {
           metadata = applyUpdates(metadata, r.updates, { nowMs });
           for (const u of r.updates) if (u.action === 'add-snapshot') snapshot = u.snapshot;
         }
+        const durable = pending.length === 0 ? undefined : Promise.all(pending).then(() => undefined);
+        durable?.catch(() => undefined);
         if (!base) {
+          // Creating the table makes it visible at once: its files are durable first.
+          await durable;
           try {
             await ensureNamespace(ctx.catalog, ctx.ident.namespace);
             const created = await ctx.catalog.createTable(ctx.ident, metadata);
@@ -217,7 +230,7 @@ export class Transaction {
             throw e;
           }
         }
-        const result = await ctx.catalog.commitTable(ctx.ident, { requirements, updates }, opts.deferFollowUp ? { deferFollowUp: true } : {});
+        const result = await ctx.catalog.commitTable(ctx.ident, { requirements, updates }, { ...(opts.deferFollowUp ? { deferFollowUp: true } : {}), ...(durable ? { durable } : {}) });
         if (result.status === 'conflict') return { status: 'lost', why: result.reason };
         const followUp = result.followUp ? { followUp: result.followUp } : {};
         return { status: 'committed', value: { metadata: result.metadata, metadataLocation: result.metadataLocation, snapshot, created: false, ...followUp } };

@@ -255,9 +255,35 @@ async function listingFromCheckpoint(store: ObjectStore, tableRoot: string, hint
   }
 }
 
+/**
+ * Decoded checkpoint files, by store and key, while the file is the same one (size and
+ * modification time): a checkpoint never changes once written, and one of a long-lived table
+ * holds every live file and the tombstones of a week of commits (10,000 rows after 10,000
+ * overwrites), so a process that reads the table again decodes only the commits after it.
+ * Replay reads actions without changing them. The newest few files are kept.
+ */
+const decodedCheckpoints = new Map<string, { size: number; modified: number; actions: Action[] }>();
+const DECODED_CHECKPOINTS_KEPT = 8;
+
+async function decodeCheckpointFile(store: ObjectStore, key: string, name: string): Promise<Action[]> {
+  const id = `${store.root}\u0000${key}`;
+  const held = decodedCheckpoints.get(id);
+  const info = held ? await store.head(key) : undefined;
+  if (held && info && info.size === held.size && info.modified === held.modified) return held.actions;
+  const bytes = await store.get(key);
+  const actions = await decodeCheckpoint(name, bytes);
+  const now = info ?? (await store.head(key));
+  decodedCheckpoints.delete(id);
+  if (now && now.size === bytes.length) {
+    decodedCheckpoints.set(id, { size: now.size, modified: now.modified, actions });
+    while (decodedCheckpoints.size > DECODED_CHECKPOINTS_KEPT) decodedCheckpoints.delete(decodedCheckpoints.keys().next().value!);
+  }
+  return actions;
+}
+
 async function readCheckpoint(store: ObjectStore, tableRoot: string, files: string[]): Promise<Action[]> {
   const prefix = logPrefix(tableRoot);
-  const parts = await Promise.all(files.map(async (name) => decodeCheckpoint(name, await store.get(prefix + name))));
+  const parts = await Promise.all(files.map((name) => decodeCheckpointFile(store, prefix + name, name)));
   const actions = parts.flat();
   const sidecars = checkpointSidecars(actions);
   if (sidecars.length === 0) return actions;

@@ -1,5 +1,7 @@
+import { isTwinlakeError } from '../../core/errors.ts';
 import { joinUri } from '../../core/uri.ts';
 import type { FileIO } from '../../io/file-io.ts';
+import { peekTopLevel, type PeekedValue } from '../../format/iceberg/table-metadata.ts';
 
 /**
  * Finds the current Iceberg metadata file of a table known only by its location (DESIGN.md §1:
@@ -70,4 +72,38 @@ export function versionHintUri(metadataLocation: string): string {
 export function expectedVersionHint(metadataLocation: string): number | undefined {
   const m = /\/v(\d+)\.metadata\.json$/.exec(metadataLocation);
   return m ? Number(m[1]) : undefined;
+}
+
+/** How much of a metadata file is read to find its location and properties: they come before the snapshots. */
+const PEEK_BYTES = 64 * 1024;
+
+/**
+ * Where a Delta read of a catalog table finds its log, from the catalog's metadata file without
+ * parsing it: at 10,000 snapshots the file is megabytes, and a Delta read needs none of them. The
+ * file's first bytes give the table's `location` and its `properties` (peekTopLevel): a table that
+ * dropped Delta keeps its old log, which a Delta read must refuse (`formats` without `delta`).
+ * When those bytes are not metadata JSON (a damaged file), the location is that of the standard
+ * layout, `<location>/metadata/<file>`, and the Delta log, which describes itself, decides.
+ * Undefined: the caller parses the metadata (properties beyond the first bytes, a compressed
+ * file, another layout).
+ */
+export async function deltaReadTarget(io: FileIO, metadataLocation: string): Promise<{ location: string; properties?: Record<string, string> } | undefined> {
+  const { store, key } = io.storeAt(metadataLocation);
+  // A missing file is damage too (the catalog points at it): the layout and the log decide.
+  const bytes = await store.get(key, { offset: 0, length: PEEK_BYTES }).catch((e: unknown) => {
+    if (isTwinlakeError(e, 'not-found')) return new Uint8Array(0);
+    throw e;
+  });
+  const prefix = bytes.length === 0 ? 'missing' : new TextDecoder().decode(bytes);
+  const location = peekTopLevel(prefix, 'location');
+  const properties = peekTopLevel(prefix, 'properties');
+  if (location.status === 'found' && properties.status === 'found') {
+    if (typeof location.value !== 'string' || typeof properties.value !== 'object' || properties.value === null) return undefined;
+    return { location: location.value.replace(/\/+$/, ''), properties: properties.value as Record<string, string> };
+  }
+  // A whole file (shorter than the bytes asked for) that ends before its values do is damaged too.
+  const damaged = (p: PeekedValue) => p.status === 'invalid' || (p.status === 'truncated' && bytes.length < PEEK_BYTES);
+  if (!damaged(location) && !damaged(properties)) return undefined;
+  const standard = /^(.+)\/metadata\/[^/]+\.metadata\.json$/.exec(metadataLocation);
+  return standard ? { location: standard[1]! } : undefined;
 }

@@ -132,7 +132,8 @@ export function parseAsOf(asOf: Date | string | number): number {
 export async function planRead(source: TableSource, format: ReadFormat | undefined, travel: TimeTravel & { where?: string }): Promise<ReadPlan> {
   const given = [travel.snapshotId, travel.version, travel.asOf].filter((x) => x !== undefined).length;
   if (given > 1) throw invalidInput('read: give at most one of snapshot, version and as-of');
-  const metadata = await source.iceberg();
+  // A Delta read needs the Iceberg metadata only to find the version a snapshot ID names.
+  const metadata = format !== 'delta' || travel.snapshotId !== undefined ? await source.iceberg() : undefined;
   const chosen = format ?? (metadata ? 'iceberg' : 'delta');
   if (chosen === 'iceberg') {
     if (!metadata) throw notFound(`iceberg: no iceberg metadata for the table at ${source.location}`);
