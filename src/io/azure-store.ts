@@ -128,6 +128,7 @@ export async function tokenCredential(credential: AzureCredential, authorityHost
  */
 export class AzureBlobStore implements ObjectStore {
   readonly root: string;
+  readonly createRetry = 'token';
   readonly account: string;
   readonly container: string;
   /** Blob name prefix, without a trailing '/'; '' for the container root. */
@@ -186,14 +187,13 @@ export class AzureBlobStore implements ObjectStore {
     }
   }
 
-  async putIfAbsent(path: string, body: Uint8Array | string): Promise<boolean> {
+  async putIfAbsent(path: string, body: Uint8Array | string, token: string = randomUUID()): Promise<boolean> {
     const name = this.name(path);
     const data = bytes(body);
     const blob = (await this.containerClient()).getBlockBlobClient(name);
     // The SDK retries a Put Blob whose answer was lost (a reset connection, a 5xx after the write);
     // the retry then finds the blob this call created. A token in the blob's metadata tells that
-    // apart from another writer's blob.
-    const token = randomUUID();
+    // apart from another writer's blob (and a caller repeating the call passes the same).
     try {
       await blob.upload(data, data.byteLength, { conditions: { ifNoneMatch: '*' }, metadata: { [WRITER_TOKEN]: token } });
       return true;

@@ -80,6 +80,7 @@ function clientFor(options: S3Options): Promise<{ sdk: Sdk; client: S3Client }> 
  */
 export class S3Store implements ObjectStore {
   readonly root: string;
+  readonly createRetry = 'token';
   readonly bucket: string;
   /** Key prefix inside the bucket, without a trailing '/'; '' for the bucket root. */
   readonly prefix: string;
@@ -143,13 +144,12 @@ export class S3Store implements ObjectStore {
     }
   }
 
-  async putIfAbsent(path: string, body: Uint8Array | string): Promise<boolean> {
+  async putIfAbsent(path: string, body: Uint8Array | string, token: string = randomUUID()): Promise<boolean> {
     const key = this.key(path);
     const { sdk, client } = await clientFor(this.options);
     // The SDK retries a PUT whose answer was lost (a reset connection, a 5xx after the write); the
     // retry then finds the object this call created and gets 412. A token in the object's metadata
-    // tells that apart from another writer's object.
-    const token = randomUUID();
+    // tells that apart from another writer's object (and a caller repeating the call passes the same).
     for (let attempt = 0; ; attempt++) {
       try {
         await client.send(new sdk.PutObjectCommand({ Bucket: this.bucket, Key: key, Body: bytes(body), IfNoneMatch: '*', Metadata: { [WRITER_TOKEN]: token } }));
