@@ -28,7 +28,11 @@ export interface AzureOptions {
   clientSecret?: string;
   /** The Entra authority for service principals and the default chain (default `https://login.microsoftonline.com`; sovereign clouds differ). */
   authorityHost?: string;
-  /** Attempts per request, first one included (the SDK's default: 4). */
+  /**
+   * Attempts per request, first one included (default 4), with exponential backoff from 100 ms
+   * to 2 s. The SDK repeats 5xx answers (503 ServerBusy) and reset connections; a create-only
+   * Put Blob it repeats is recognised by its writer token.
+   */
   maxAttempts?: number;
   /** Blobs per List Blobs page; the service's maximum and default is 5000. */
   listPageSize?: number;
@@ -54,7 +58,14 @@ function serviceFor(options: AzureOptions, account: string): Promise<BlobService
   if (!service) {
     service = (async () => {
       const sdk = await loadSdk('azure store', '@azure/storage-blob', () => import('@azure/storage-blob'));
-      const pipeline = { retryOptions: { maxTries: options.maxAttempts } };
+      const pipeline = {
+        retryOptions: {
+          maxTries: options.maxAttempts ?? 4,
+          retryPolicyType: sdk.StorageRetryPolicyType.EXPONENTIAL,
+          retryDelayInMs: 100,
+          maxRetryDelayInMs: 2000,
+        },
+      };
       const url = options.endpoint ?? `https://${account}.blob.core.windows.net`;
       const credential = azureCredential(options, account);
       if (credential.kind === 'connection-string') {

@@ -15,7 +15,11 @@ export interface S3Options {
   forcePathStyle?: boolean;
   /** Omitted: the SDK's default chain (environment, shared config files, SSO, instance roles). */
   credentials?: { accessKeyId: string; secretAccessKey: string; sessionToken?: string };
-  /** Attempts per request, first one included (the SDK's default: 3). */
+  /**
+   * Attempts per request, first one included (default 4). The SDK's standard retry mode repeats
+   * 5xx answers, throttling (503 SlowDown), timeouts and reset connections, with jittered
+   * exponential backoff; a create-only PUT it repeats is recognised by its writer token.
+   */
   maxAttempts?: number;
   /** Milliseconds to wait for a connection to the endpoint (default 10000). */
   connectionTimeout?: number;
@@ -30,6 +34,8 @@ export interface S3Options {
 }
 
 const MiB = 1024 * 1024;
+/** Attempts per request unless the options say otherwise (see S3Options.maxAttempts). */
+const DEFAULT_ATTEMPTS = 4;
 /** User metadata key (`x-amz-meta-twinlake-writer`) holding the id of the putIfAbsent call that created an object. */
 const WRITER_TOKEN = 'twinlake-writer';
 /** At most this many parts of one file are read and in flight: memory stays under 4 parts. */
@@ -58,7 +64,8 @@ function clientFor(options: S3Options): Promise<{ sdk: Sdk; client: S3Client }> 
         endpoint: options.endpoint,
         forcePathStyle: options.forcePathStyle,
         credentials: options.credentials,
-        maxAttempts: options.maxAttempts,
+        maxAttempts: options.maxAttempts ?? DEFAULT_ATTEMPTS,
+        retryMode: 'standard',
         // Without a connection timeout a request to an endpoint that drops packets waits forever.
         requestHandler: { connectionTimeout: options.connectionTimeout ?? 10_000, socketTimeout: options.socketTimeout },
         // The SDK's default adds CRC32 flexible checksums to every upload; RADOS Gateway and other
