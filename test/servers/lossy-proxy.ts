@@ -31,7 +31,7 @@ export interface LossyProxy {
 
 /** The error answers of each service, as its SDK parses them. */
 function faultAnswer(flavor: 's3' | 'azure', status: 500 | 503): { headers: Record<string, string>; body: string } {
-  const code = status === 503 ? (flavor === 's3' ? 'SlowDown' : 'ServerBusy') : flavor === 's3' ? 'InternalError' : 'InternalError';
+  const code = status === 503 ? (flavor === 's3' ? 'SlowDown' : 'ServerBusy') : 'InternalError';
   const message = status === 503 ? 'Please reduce your request rate.' : 'We encountered an internal error. Please try again.';
   const body = `<?xml version="1.0" encoding="UTF-8"?><Error><Code>${code}</Code><Message>${message}</Message></Error>`;
   return { headers: { 'content-type': 'application/xml', 'content-length': String(Buffer.byteLength(body)), ...(flavor === 'azure' ? { 'x-ms-error-code': code } : {}) }, body };
