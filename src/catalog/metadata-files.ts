@@ -44,7 +44,13 @@ export class MetadataFiles {
       }
       throw e;
     }
-    return this.remember(uri, parseTableMetadata(new TextDecoder().decode(bytes), uri));
+    const metadata = parseTableMetadata(new TextDecoder().decode(bytes), uri);
+    // A table's metadata files live in its own metadata folder: one elsewhere is another table's
+    // file (copied over this one's, or a row pointing at it), whose snapshots would read as ours.
+    if (table && uri.slice(0, uri.lastIndexOf('/')) !== metadataFolder(metadata)) {
+      throw new TwinlakeError('data-invalid', `${this.domain}: table ${formatTableIdentifier(table)} points to metadata file ${uri}, expected metadata of a table whose metadata folder holds it, found metadata of the table at ${metadata.location}`, { uri, location: metadata.location });
+    }
+    return this.remember(uri, metadata);
   }
 
   /**

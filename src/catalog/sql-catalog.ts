@@ -314,7 +314,7 @@ export class SqlCatalog implements Catalog {
       }
       throw new TwinlakeError(
         'commit-state-unknown',
-        `sql catalog: the pointer update of ${formatTableIdentifier(id)} to ${written.uri} failed and may or may not have happened: ${this.driver.clean(errorMessage(failure.error))}`,
+        `sql catalog: the pointer update of ${formatTableIdentifier(id)} to ${written.uri} failed and may or may not have happened: ${this.driver.clean(errorMessage(failure.error))} (${errorCode(failure.error) || 'no code'} in ${this.driver.where})`,
         { table: formatTableIdentifier(id), metadataLocation: written.uri },
         { cause: failure.error },
       );

@@ -25,6 +25,17 @@ function kindOf(message: string): ErrorKind {
 }
 
 /**
+ * A file the engine opened as Parquet that is not one (zeroed, overwritten, cut short): said in
+ * our words, naming the file, without the SQL the engine quotes after its first line.
+ */
+function notParquetFile(message: string): { file: string; text: string } | undefined {
+  const m = /^Invalid Input Error: (?:No magic bytes found at end of file|File) '([^']+)'(.*)$/m.exec(message);
+  if (!m || (!/^Invalid Input Error: No magic bytes/.test(message) && !/too small to be a Parquet file|not a parquet file/i.test(m[2]!))) return undefined;
+  const first = message.split('\n')[0]!;
+  return { file: m[1]!, text: `parquet: ${m[1]}: expected a Parquet file (PAR1 at its start and end), found bytes that are not (${first})` };
+}
+
+/**
  * One in-process, in-memory DuckDB instance with one connection. Statements run one at a time, in
  * call order. The session's time zone is UTC, so naive and zoned timestamps meet at UTC.
  */
@@ -84,6 +95,8 @@ export class DuckDBSession {
     const next = this.queue.then(work, work).catch((e: unknown) => {
       if (e instanceof TwinlakeError) throw e;
       const message = e instanceof Error ? e.message : String(e);
+      const notParquet = notParquetFile(message);
+      if (notParquet) throw new TwinlakeError('data-invalid', notParquet.text, { file: notParquet.file }, { cause: e, retryable: false });
       const text = /^Out of Memory Error/.test(message) ? this.outOfMemory(message) : `duckdb: ${message}`;
       throw new TwinlakeError(kindOf(message), text, { sql: sql.length > 2000 ? `${sql.slice(0, 2000)}…` : sql }, { cause: e, retryable: false });
     });

@@ -20,6 +20,7 @@ import type { IcebergType, NestedField } from '../format/iceberg/types.ts';
 import { quoteIdent, quoteString, sqlLiteral, toDuckDBType } from '../format/parquet/duckdb-types.ts';
 import { physicalName } from '../format/parquet/field-ids.ts';
 import { decodeDeletionVectorBlob } from '../format/delta/deletion-vector.ts';
+import { decodePuffinFooter, type FileMetadata } from '../format/iceberg/puffin.ts';
 import type { RoaringBitmap64 } from '../format/roaring.ts';
 import type { EqualityDeleteFile, LiteralValue, PositionDeletes, ScanFile, ScanTask } from '../format/scan-task.ts';
 import type { DuckDBSession } from './duckdb-session.ts';
@@ -296,6 +297,7 @@ function bitmapRangesText(bitmap: RoaringBitmap64): string {
 export async function loadDeletionVectors(task: ScanTask): Promise<ScanTask> {
   if (!task.files.some((f) => f.deletes?.positions?.some((p) => p.kind === 'vector'))) return task;
   const handles = new Map<string, FileHandle>();
+  const footers = new Map<string, FileMetadata>();
   try {
     const files: ScanFile[] = [];
     for (const file of task.files) {
@@ -320,6 +322,15 @@ export async function loadDeletionVectors(task: ScanTask): Promise<ScanTask> {
         const { bytesRead } = await handle.read(bytes, 0, p.length, p.offset);
         const where = `deletion vector ${p.path}@${p.offset}`;
         if (bytesRead !== p.length) throw dataInvalid(`${where}: expected ${p.length} bytes, found ${bytesRead}`);
+        if (p.dataFile !== undefined) {
+          let footer = footers.get(local);
+          if (!footer) footers.set(local, (footer = await readPuffinFooter(handle, p.path)));
+          const blob = footer.blobs.find((b) => b.offset === p.offset);
+          const named = blob?.properties?.['referenced-data-file'];
+          if (named !== p.dataFile) {
+            throw dataInvalid(`${where}: expected the deletion vector of ${p.dataFile}, found ${blob ? `one of ${named ?? 'no named data file'}` : 'no blob at that offset'} in the Puffin footer`, { file: p.path });
+          }
+        }
         const bitmap = decodeDeletionVectorBlob(bytes, { expectedSize: p.length - 8, where });
         if (p.cardinality !== undefined && bitmap.cardinality !== p.cardinality) {
           throw dataInvalid(`${where}: expected cardinality ${p.cardinality}, found ${bitmap.cardinality}`);
@@ -332,6 +343,18 @@ export async function loadDeletionVectors(task: ScanTask): Promise<ScanTask> {
   } finally {
     await Promise.all([...handles.values()].map((h) => h.close()));
   }
+}
+
+/** The footer of a Puffin file: its last 12 bytes give the payload's size, then the footer is read. */
+async function readPuffinFooter(handle: FileHandle, source: string): Promise<FileMetadata> {
+  const { size } = await handle.stat();
+  const tail = new Uint8Array(Math.min(size, 12));
+  await handle.read(tail, 0, tail.length, size - tail.length);
+  const payload = tail.length === 12 ? new DataView(tail.buffer).getInt32(0, true) : 0;
+  const footerLength = Math.min(size, Math.max(12, payload + 16));
+  const bytes = new Uint8Array(footerLength);
+  await handle.read(bytes, 0, footerLength, size - footerLength);
+  return decodePuffinFooter(bytes, { fileLength: size, source });
 }
 
 /** Files among `paths` (local) whose Parquet schema carries no field IDs at all. */
@@ -350,7 +373,28 @@ function columnResolvedPaths(task: ScanTask): string[] {
   return [...out];
 }
 
+/**
+ * Position delete files the metadata says hold one data file's deletes must hold no row for any
+ * other file: one that does is another table's (or snapshot's) file put in its place, and its
+ * deletes would silently match nothing.
+ */
+async function checkPositionFiles(session: DuckDBSession, task: ScanTask): Promise<void> {
+  const only = new Map<string, string>();
+  for (const f of task.files) for (const p of f.deletes?.positions ?? []) if (p.kind === 'position-file' && p.only) only.set(localPath(p.path), pathPart(p.dataFile));
+  if (only.size === 0) return;
+  const values = [...only].map(([f, dp]) => `(${quoteString(f)}, ${quoteString(dp)})`).join(', ');
+  const rows = await session.all(
+    `SELECT d.filename AS f, d.file_path AS found, m.dp AS expected FROM read_parquet([${[...only.keys()].map(quoteString).join(', ')}]) AS d ` +
+      `JOIN (VALUES ${values}) AS m(f, dp) ON d.filename = m.f WHERE regexp_replace(d.file_path, ${quoteString(SCHEME_AND_AUTHORITY.source)}, '') <> m.dp LIMIT 1`,
+  );
+  const bad = rows[0];
+  if (bad) {
+    throw dataInvalid(`position delete file ${String(bad.f)}: expected deletes of ${String(bad.expected)} only (its referenced_data_file), found a row for ${String(bad.found)}`, { file: String(bad.f) });
+  }
+}
+
 async function scanSql(session: DuckDBSession, task: ScanTask, limit?: number): Promise<string> {
+  await checkPositionFiles(session, task);
   const loaded = await loadDeletionVectors(task);
   const probe = loaded.resolution === 'field-id' && !loaded.fieldIdsKnown;
   const nameMappedFiles = probe ? await filesWithoutFieldIds(session, columnResolvedPaths(loaded)) : undefined;

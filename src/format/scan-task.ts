@@ -40,13 +40,33 @@ export type PositionDeletes =
    * Puffin `deletion-vector-v1` blob and a DV in a Delta DV file alike. `cardinality` is what
    * the metadata says it holds.
    */
-  | { kind: 'vector'; path: string; offset: number; length: number; cardinality?: number }
+  | {
+      kind: 'vector';
+      path: string;
+      offset: number;
+      length: number;
+      cardinality?: number;
+      /**
+       * An Iceberg DV's data file as the metadata names it: the Puffin footer names it too, and a
+       * blob of another file (another table's Puffin put in this one's place) must not apply.
+       */
+      dataFile?: string;
+    }
   /**
    * An Iceberg position delete file (Parquet with `file_path` and `pos`, spec §Position Delete
    * Files) at `path`: its rows whose `file_path` equals `dataFile`, the data file's location as
    * the table metadata names it.
    */
-  | { kind: 'position-file'; path: string; dataFile: string };
+  | {
+      kind: 'position-file';
+      path: string;
+      dataFile: string;
+      /**
+       * The metadata says the file holds deletes of `dataFile` alone (its referenced_data_file):
+       * a row for any other file means another delete file is in its place.
+       */
+      only?: boolean;
+    };
 
 /**
  * An Iceberg equality delete file (Parquet, absolute URI): a row is deleted when its values equal
@@ -88,6 +108,12 @@ export interface ScanTask {
   filterSql?: string;
   /** What planning skipped, for `read --explain`. */
   explain?: ScanExplain;
+  /**
+   * The size each file the task names must have, as the table metadata records it, keyed by the
+   * path as the task names it. A file of another size is truncated or another file put in its
+   * place; reading it would give wrong rows or drop deletes without a word.
+   */
+  fileSizes?: Map<string, number>;
 }
 
 export interface ScanExplain {

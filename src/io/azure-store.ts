@@ -28,7 +28,11 @@ export interface AzureOptions {
   clientSecret?: string;
   /** The Entra authority for service principals and the default chain (default `https://login.microsoftonline.com`; sovereign clouds differ). */
   authorityHost?: string;
-  /** Attempts per request, first one included (the SDK's default: 4). */
+  /**
+   * Attempts per request, first one included (default 4), with exponential backoff from 100 ms
+   * to 2 s. The SDK repeats 5xx answers (503 ServerBusy) and reset connections; a create-only
+   * Put Blob it repeats is recognised by its writer token.
+   */
   maxAttempts?: number;
   /** Blobs per List Blobs page; the service's maximum and default is 5000. */
   listPageSize?: number;
@@ -54,7 +58,14 @@ function serviceFor(options: AzureOptions, account: string): Promise<BlobService
   if (!service) {
     service = (async () => {
       const sdk = await loadSdk('azure store', '@azure/storage-blob', () => import('@azure/storage-blob'));
-      const pipeline = { retryOptions: { maxTries: options.maxAttempts } };
+      const pipeline = {
+        retryOptions: {
+          maxTries: options.maxAttempts ?? 4,
+          retryPolicyType: sdk.StorageRetryPolicyType.EXPONENTIAL,
+          retryDelayInMs: 100,
+          maxRetryDelayInMs: 2000,
+        },
+      };
       const url = options.endpoint ?? `https://${account}.blob.core.windows.net`;
       const credential = azureCredential(options, account);
       if (credential.kind === 'connection-string') {
@@ -128,6 +139,7 @@ export async function tokenCredential(credential: AzureCredential, authorityHost
  */
 export class AzureBlobStore implements ObjectStore {
   readonly root: string;
+  readonly createRetry = 'token';
   readonly account: string;
   readonly container: string;
   /** Blob name prefix, without a trailing '/'; '' for the container root. */
@@ -186,14 +198,13 @@ export class AzureBlobStore implements ObjectStore {
     }
   }
 
-  async putIfAbsent(path: string, body: Uint8Array | string): Promise<boolean> {
+  async putIfAbsent(path: string, body: Uint8Array | string, token: string = randomUUID()): Promise<boolean> {
     const name = this.name(path);
     const data = bytes(body);
     const blob = (await this.containerClient()).getBlockBlobClient(name);
     // The SDK retries a Put Blob whose answer was lost (a reset connection, a 5xx after the write);
     // the retry then finds the blob this call created. A token in the blob's metadata tells that
-    // apart from another writer's blob.
-    const token = randomUUID();
+    // apart from another writer's blob (and a caller repeating the call passes the same).
     try {
       await blob.upload(data, data.byteLength, { conditions: { ifNoneMatch: '*' }, metadata: { [WRITER_TOKEN]: token } });
       return true;

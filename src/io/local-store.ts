@@ -18,6 +18,8 @@ import { checkKey, checkPrefix, checkRange, compareKeys } from './keys.ts';
  */
 export class LocalStore implements ObjectStore {
   readonly root: string;
+  /** link() either creates the name or fails having created nothing. */
+  readonly createRetry = 'atomic';
   /** The absolute directory the keys are relative to. */
   readonly rootDir: string;
 

@@ -8,6 +8,7 @@ import { checkKey, checkPrefix, checkRange, compareKeys } from './keys.ts';
  */
 export class MemoryStore implements ObjectStore {
   readonly root: string;
+  readonly createRetry = 'atomic';
   private readonly objects = new Map<string, { body: Uint8Array; modified: number }>();
 
   constructor(name = 'default') {

@@ -21,9 +21,17 @@ export interface ObjectStore {
   put(path: string, body: Uint8Array | string): Promise<void>;
   /**
    * Atomic create-only write. MUST return false when the path exists and MUST never overwrite;
-   * exactly one of several concurrent callers for one path gets true.
+   * exactly one of several concurrent callers for one path gets true. `token` names the call
+   * across its attempts (see `createRetry`): a store that records it MUST return true when the
+   * object it finds was created with the same token.
    */
-  putIfAbsent(path: string, body: Uint8Array | string): Promise<boolean>;
+  putIfAbsent(path: string, body: Uint8Array | string, token?: string): Promise<boolean>;
+  /**
+   * Whether a failed putIfAbsent may be repeated (RetryingStore): `atomic` when a call that failed
+   * created nothing; `token` when a repeat with the same token recognises an object an earlier
+   * attempt created. Undefined: a repeat could take this call's own object for another writer's.
+   */
+  readonly createRetry?: 'atomic' | 'token';
   /** Every object whose path starts with `prefix`, sorted by path. */
   list(prefix: string): AsyncIterable<ObjectMeta>;
   /**

@@ -15,7 +15,11 @@ export interface S3Options {
   forcePathStyle?: boolean;
   /** Omitted: the SDK's default chain (environment, shared config files, SSO, instance roles). */
   credentials?: { accessKeyId: string; secretAccessKey: string; sessionToken?: string };
-  /** Attempts per request, first one included (the SDK's default: 3). */
+  /**
+   * Attempts per request, first one included (default 4). The SDK's standard retry mode repeats
+   * 5xx answers, throttling (503 SlowDown), timeouts and reset connections, with jittered
+   * exponential backoff; a create-only PUT it repeats is recognised by its writer token.
+   */
   maxAttempts?: number;
   /** Milliseconds to wait for a connection to the endpoint (default 10000). */
   connectionTimeout?: number;
@@ -30,6 +34,8 @@ export interface S3Options {
 }
 
 const MiB = 1024 * 1024;
+/** Attempts per request unless the options say otherwise (see S3Options.maxAttempts). */
+const DEFAULT_ATTEMPTS = 4;
 /** User metadata key (`x-amz-meta-twinlake-writer`) holding the id of the putIfAbsent call that created an object. */
 const WRITER_TOKEN = 'twinlake-writer';
 /** At most this many parts of one file are read and in flight: memory stays under 4 parts. */
@@ -58,7 +64,8 @@ function clientFor(options: S3Options): Promise<{ sdk: Sdk; client: S3Client }> 
         endpoint: options.endpoint,
         forcePathStyle: options.forcePathStyle,
         credentials: options.credentials,
-        maxAttempts: options.maxAttempts,
+        maxAttempts: options.maxAttempts ?? DEFAULT_ATTEMPTS,
+        retryMode: 'standard',
         // Without a connection timeout a request to an endpoint that drops packets waits forever.
         requestHandler: { connectionTimeout: options.connectionTimeout ?? 10_000, socketTimeout: options.socketTimeout },
         // The SDK's default adds CRC32 flexible checksums to every upload; RADOS Gateway and other
@@ -80,6 +87,7 @@ function clientFor(options: S3Options): Promise<{ sdk: Sdk; client: S3Client }> 
  */
 export class S3Store implements ObjectStore {
   readonly root: string;
+  readonly createRetry = 'token';
   readonly bucket: string;
   /** Key prefix inside the bucket, without a trailing '/'; '' for the bucket root. */
   readonly prefix: string;
@@ -143,13 +151,12 @@ export class S3Store implements ObjectStore {
     }
   }
 
-  async putIfAbsent(path: string, body: Uint8Array | string): Promise<boolean> {
+  async putIfAbsent(path: string, body: Uint8Array | string, token: string = randomUUID()): Promise<boolean> {
     const key = this.key(path);
     const { sdk, client } = await clientFor(this.options);
     // The SDK retries a PUT whose answer was lost (a reset connection, a 5xx after the write); the
     // retry then finds the object this call created and gets 412. A token in the object's metadata
-    // tells that apart from another writer's object.
-    const token = randomUUID();
+    // tells that apart from another writer's object (and a caller repeating the call passes the same).
     for (let attempt = 0; ; attempt++) {
       try {
         await client.send(new sdk.PutObjectCommand({ Bucket: this.bucket, Key: key, Body: bytes(body), IfNoneMatch: '*', Metadata: { [WRITER_TOKEN]: token } }));

@@ -91,7 +91,7 @@ async function icebergReachable(io: FileIO, metadata: TableMetadata, metadataLoc
   const seen = new Set<string>();
   for (const snapshot of metadata.snapshots) {
     add(snapshot['manifest-list'], 'manifest-list');
-    for (const manifest of await readManifestList(io, snapshot['manifest-list'])) {
+    for (const manifest of await readManifestList(io, snapshot['manifest-list'], snapshot['snapshot-id'])) {
       const path = manifest['manifest-path'];
       add(path, 'manifest');
       if (seen.has(path)) continue;

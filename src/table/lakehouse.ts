@@ -13,6 +13,7 @@ import { resolveEngineSettings, type EngineOptions, type EngineSettings } from '
 import { readScan } from '../engine/read-scan.ts';
 import { FileIO } from '../io/file-io.ts';
 import { LocalStore } from '../io/local-store.ts';
+import { RetryingStore } from '../io/retrying-store.ts';
 import { storeForLocation, type StorageOptions } from '../io/store-for-uri.ts';
 import { parseTableMetadata } from '../format/iceberg/table-metadata.ts';
 import { locateMetadataFile } from './read/metadata-locator.ts';
@@ -87,7 +88,10 @@ export interface TableSummary {
 
 /** A FileIO for local `file:` URIs and absolute paths, and cloud locations reached with `storage`. */
 export function localFileIO(storage?: StorageOptions): FileIO {
-  return new FileIO((uri) => storeForLocation(uri, storage));
+  return new FileIO((uri) => {
+    const { store, key } = storeForLocation(uri, storage);
+    return { store: new RetryingStore(store), key };
+  });
 }
 
 /** Whether a warehouse location is on a cloud store (any URI other than `file:`). */
@@ -160,7 +164,7 @@ export class Lakehouse {
     let deltaRegistry = opts.catalog ? opts.deltaRegistry : undefined;
     if (!catalog) {
       const readOnly = opts.readOnly === true;
-      catalog = new SqlCatalog({ name: 'twinlake', dbPath: `${dir}/catalog.db`, warehouse: { store: new LocalStore(dir), rootUri: warehouse }, readOnly, ...(opts.clock ? { clock: opts.clock } : {}) });
+      catalog = new SqlCatalog({ name: 'twinlake', dbPath: `${dir}/catalog.db`, warehouse: { store: new RetryingStore(new LocalStore(dir)), rootUri: warehouse }, readOnly, ...(opts.clock ? { clock: opts.clock } : {}) });
       deltaRegistry = new DeltaRegistry(`${dir}/catalog.db`, 'twinlake', { readOnly });
     }
     const warn = opts.onWarning ?? ((m: string) => process.stderr.write(`warning: ${m}\n`));

@@ -125,8 +125,15 @@ export function encodeManifestList(args: {
  * content 0, sequence numbers 0; missing v1 counts are 0 here — v1 readers must treat them as
  * unknown, so do not skip a manifest because a v1 list says it added nothing.
  */
-export function decodeManifestList(bytes: Uint8Array, source = 'manifest list'): ManifestFile[] {
-  const { schemaJson, records } = readAvroContainer(bytes, source);
+export function decodeManifestList(bytes: Uint8Array, source = 'manifest list', opts: { snapshotId?: bigint } = {}): ManifestFile[] {
+  const { schemaJson, metadata, records } = readAvroContainer(bytes, source);
+  // Writers record the snapshot a list belongs to in its header: a list of another snapshot (or
+  // another table) put in this one's place would otherwise be read as this snapshot's files.
+  const written = metadata['snapshot-id'];
+  // Compared as doubles too: some tools rewrite metadata JSON with IDs rounded to doubles.
+  if (opts.snapshotId !== undefined && written !== undefined && written !== 'null' && written !== String(opts.snapshotId) && Number(written) !== Number(opts.snapshotId)) {
+    throw dataInvalid(`${source}: expected the manifest list of snapshot ${opts.snapshotId}, found one written for snapshot ${written}`, { file: source });
+  }
   const named = namedTypes(schemaJson);
   const fields = fieldsById(schemaJson, named, source);
   const partitionsField = fields.byId.get(507) ?? fields.byName.get('partitions');

@@ -332,6 +332,24 @@ function twosComplement(n: bigint, size: number): Buffer {
 // ---------------------------------------------------------------------------------------------
 // Decoding.
 
+/**
+ * What the manifest list says of a manifest against what it holds. The list counts each
+ * manifest's entries and added rows (from v2 on): a manifest cut short at a block boundary, or
+ * another manifest (of another snapshot or table) put in its place, disagrees. Only fewer entries
+ * or rows than the list counts are taken as damage, and neither the length nor the entries'
+ * snapshot IDs are compared: some writers record fewer entries (Impala, which also keeps entries
+ * of other snapshots as added) or another manifest_length (DuckDB) than the file holds.
+ */
+function checkAgainstList(entries: ManifestEntry[], list: ManifestFile, source: string): void {
+  const count = (status: EntryStatus) => entries.filter((e) => e.status === status).length;
+  const addedRows = entries.reduce((n, e) => (e.status === EntryStatus.Added ? n + e['data-file']['record-count'] : n), 0);
+  const found = { added: count(EntryStatus.Added), existing: count(EntryStatus.Existing), deleted: count(EntryStatus.Deleted), rows: addedRows };
+  const expected = { added: list['added-files-count'], existing: list['existing-files-count'], deleted: list['deleted-files-count'], rows: list['added-rows-count'] };
+  if (found.added >= expected.added && found.existing >= expected.existing && found.deleted >= expected.deleted && found.rows >= expected.rows) return;
+  const say = (c: typeof found) => `${c.added} added, ${c.existing} existing and ${c.deleted} deleted entries with ${c.rows} added rows`;
+  throw dataInvalid(`${source}: expected ${say(expected)} (the manifest list's counts), found ${say(found)}`, { file: source });
+}
+
 export interface DecodedManifest {
   entries: ManifestEntry[];
   specId: number;
@@ -463,6 +481,7 @@ export function decodeManifest(
     return entry;
   });
 
+  if (opts.manifestFile && formatVersion >= 2) checkAgainstList(entries, opts.manifestFile, source);
   const out: DecodedManifest = { entries, specId, formatVersion: formatVersion as 1 | 2 | 3, content };
   if (schema) out.schema = schema;
   if (partitionFields) out.partitionFields = partitionFields;

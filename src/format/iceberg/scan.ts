@@ -59,8 +59,8 @@ export function planDeletes(
     if (!found) return undefined;
     const path = file['file-path'];
     const positions: PositionDeletes[] = found.dv
-      ? [{ kind: 'vector', path: found.dv['file-path'], offset: found.dv['content-offset']!, length: found.dv['content-size-in-bytes']!, cardinality: found.dv['record-count'] }]
-      : found.positionFiles.map((p) => ({ kind: 'position-file', path: p['file-path'], dataFile: path }));
+      ? [{ kind: 'vector', path: found.dv['file-path'], offset: found.dv['content-offset']!, length: found.dv['content-size-in-bytes']!, cardinality: found.dv['record-count'], dataFile: path }]
+      : found.positionFiles.map((p) => ({ kind: 'position-file', path: p['file-path'], dataFile: path, ...(p['referenced-data-file'] === path ? { only: true } : {}) }));
     const equality: EqualityDeleteFile[] = found.equality.map((e) => ({ path: e['file-path'], equalityIds: e['equality-ids']! }));
     return { ...(positions.length > 0 ? { positions } : {}), ...(equality.length > 0 ? { equality } : {}) };
   };

@@ -78,14 +78,15 @@ function readAvroFile(io: FileIO, uri: string): Promise<Uint8Array> {
   return held ? Promise.resolve(held) : io.read(uri);
 }
 
-export async function readManifestList(io: FileIO, uri: string): Promise<ManifestFile[]> {
-  return decodeManifestList(await readAvroFile(io, uri));
+/** A snapshot's manifest list; `snapshotId`, when given, must be the snapshot the list's header names. */
+export async function readManifestList(io: FileIO, uri: string, snapshotId?: bigint): Promise<ManifestFile[]> {
+  return decodeManifestList(await readAvroFile(io, uri), uri, { snapshotId });
 }
 
 /** A manifest's entries with inherited snapshot IDs, sequence numbers and (v3) first row IDs filled in. */
 export async function readManifestEntries(io: FileIO, manifest: ManifestFile, metadata: TableMetadata): Promise<ManifestEntry[]> {
   const specsById = new Map(metadata['partition-specs'].map((s) => [s['spec-id'], s]));
-  const decoded = decodeManifest(await readAvroFile(io, manifest['manifest-path']), { specsById });
+  const decoded = decodeManifest(await readAvroFile(io, manifest['manifest-path']), { specsById, manifestFile: manifest });
   return inheritFirstRowIds(inheritSequenceNumbers(decoded.entries, manifest), manifest);
 }
 

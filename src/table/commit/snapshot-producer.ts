@@ -140,7 +140,7 @@ export class SnapshotProducer {
       manifests.push(listEntry(this.addedManifest, this.snapshotId, sequenceNumber));
     }
 
-    const parentManifests = parent ? await readManifestList(this.io, parent['manifest-list']) : [];
+    const parentManifests = parent ? await readManifestList(this.io, parent['manifest-list'], parent['snapshot-id']) : [];
 
     if (this.change.replaceAll) {
       // Every live file of the parent becomes a DELETED entry of this snapshot; its sequence

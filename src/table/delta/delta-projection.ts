@@ -58,7 +58,7 @@ export async function snapshotChanges(io: FileIO, metadata: TableMetadata, snaps
   if (known) return known;
   const out = { added: [] as DataFile[], removed: [] as DataFile[], addedDeletes: [] as DataFile[], removedDeletes: [] as DataFile[], deleteTargets: new Map<string, DataFile>() };
   const id = snapshot['snapshot-id'];
-  const manifests = await readManifestList(io, snapshot['manifest-list']);
+  const manifests = await readManifestList(io, snapshot['manifest-list'], snapshot['snapshot-id']);
   const read = new Map<string, Promise<ManifestEntry[]>>();
   const entriesOf = (m: ManifestFile) => {
     if (!read.has(m['manifest-path'])) read.set(m['manifest-path'], readManifestEntries(io, m, metadata));

@@ -1,3 +1,4 @@
+import { mapLimit } from '../../core/concurrency.ts';
 import { dataInvalid, errorMessage, isTwinlakeError } from '../../core/errors.ts';
 import { joinUri, relativeTo } from '../../core/uri.ts';
 import { type Action, type AddFile, checkpointPath, commitPath, parseCommit, parseLogFileName, serializeCommit } from '../../format/delta/actions.ts';
@@ -42,6 +43,7 @@ export type FindingKind =
   | 'version-hint-missing-file'
   | 'version-hint-behind'
   | 'version-hint-ahead'
+  | 'table-file-damaged'
   // drift: the formats disagree
   | 'delta-commit-differs'
   | 'delta-behind'
@@ -157,11 +159,46 @@ async function inspect(subject: VerifySubject, opts: VerifyOptions): Promise<{ f
     const hint = await checkVersionHint(subject);
     if (hint) findings.push(hint);
   }
+  const current = subject.metadata && currentSnapshot(subject.metadata);
+  if (current) await checkTableFiles(subject, current, findings);
   if (!subject.delta) return { findings, checked: { snapshots: subject.metadata?.snapshots.length ?? 0, deltaVersions: 0 } };
   const log = await inspectDeltaLog(subject, 'all', findings);
   let snapshots = 0;
   if (subject.metadata) snapshots = await checkDrift(subject, log, findings, opts);
   return { findings, log, checked: { snapshots, deltaVersions: log.commitVersions.length } };
+}
+
+/** What a Parquet and a Puffin file start and end with. */
+const FILE_MAGIC: Record<string, string> = { parquet: 'PAR1', puffin: 'PFA1' };
+
+/**
+ * The data and delete files of the current snapshot against what the manifests record: the size
+ * (a truncated file, or another file in its place) and the format's magic at both ends (a zeroed
+ * or overwritten file). Nothing derives a data file's bytes, so these are reported, never repaired.
+ */
+async function checkTableFiles(subject: VerifySubject, snapshot: Snapshot, findings: Finding[]): Promise<void> {
+  const { io } = subject.ctx;
+  const live = await liveFiles(io, subject.metadata!, snapshot);
+  const seen = new Set<string>();
+  const files = [...live.data, ...live.deletes].filter((f) => !seen.has(f['file-path']) && seen.add(f['file-path']));
+  await mapLimit(files, 16, async (f) => {
+    const path = f['file-path'];
+    const file = rel(subject.location, path);
+    const at = { file, snapshotId: snapshot['snapshot-id'] };
+    const head = await io.head(path);
+    if (!head) return void findings.push({ kind: 'table-file-damaged', ...at, expected: `a file of ${f['file-size-in-bytes']} bytes`, found: 'no file' });
+    if (head.size !== f['file-size-in-bytes']) {
+      return void findings.push({ kind: 'table-file-damaged', ...at, expected: `${f['file-size-in-bytes']} bytes (file_size_in_bytes)`, found: `${head.size} bytes` });
+    }
+    const magic = FILE_MAGIC[f['file-format'].toLowerCase()];
+    if (magic === undefined || head.size < 8) return;
+    const { store, key } = io.storeAt(path);
+    const [start, end] = await Promise.all([store.get(key, { offset: 0, length: 4 }), store.get(key, { offset: head.size - 4, length: 4 })]);
+    const text = (b: Uint8Array) => Buffer.from(b).toString('latin1');
+    if (text(start) !== magic || text(end) !== magic) {
+      findings.push({ kind: 'table-file-damaged', ...at, expected: `a ${f['file-format']} file (${magic} at its start and end)`, found: `${JSON.stringify(text(start))} … ${JSON.stringify(text(end))}` });
+    }
+  });
 }
 
 async function checkVersionHint(subject: VerifySubject): Promise<Finding | undefined> {
@@ -493,6 +530,9 @@ async function repair(subject: VerifySubject, findings: Finding[], log: LogState
     if (opts.throwUnrepairable) throw dataInvalid(`${describeFinding(f)}; cannot repair it: ${why}`, { file: f.file });
   };
 
+  for (const f of findings) {
+    if (f.kind === 'table-file-damaged') refuse(f, 'nothing else holds its bytes: restore the file from a copy');
+  }
   for (const f of findings) {
     if (!f.kind.startsWith('version-hint')) continue;
     // The catalog's pointer is the truth; read it again so a concurrent commit is not undone.

@@ -23,7 +23,7 @@ export async function liveFiles(
   const data: DataFile[] = [];
   const deletes: DataFile[] = [];
   const sequenceNumbers = new Map<DataFile, number | undefined>();
-  const all = await readManifestList(io, snapshot['manifest-list']);
+  const all = await readManifestList(io, snapshot['manifest-list'], snapshot['snapshot-id']);
   const filter = pruning?.filter;
   const manifests = all.filter((m) => manifestMatches(filter, m, specById(metadata, m['partition-spec-id']), pruning?.schema ?? currentSchema(metadata)));
   if (pruning) {
@@ -77,6 +77,8 @@ export async function planIcebergScan(
     if (d) file.deletes = enginePaths(io, d);
     return file;
   });
+  const fileSizes = new Map<string, number>();
+  for (const f of [...data, ...deletes]) fileSizes.set(enginePath(io, f['file-path']), f['file-size-in-bytes']);
   const hiddenFields = equalityOnlyFields(metadata, schema, files);
   for (const f of hiddenFields) if (!physicalNames.has(f.id)) physicalNames.set(f.id, f.name);
   return {
@@ -88,6 +90,7 @@ export async function planIcebergScan(
     physicalNames,
     files,
     explain,
+    fileSizes,
     ...(hiddenFields.length > 0 ? { hiddenFields } : {}),
     ...(filter ? { filterSql: filter.sql } : {}),
   };

@@ -1,4 +1,4 @@
-import { isTwinlakeError } from '../../core/errors.ts';
+import { dataInvalid, isTwinlakeError } from '../../core/errors.ts';
 import { joinUri } from '../../core/uri.ts';
 import type { FileIO } from '../../io/file-io.ts';
 import { peekTopLevel, type PeekedValue } from '../../format/iceberg/table-metadata.ts';
@@ -22,6 +22,10 @@ export async function locateMetadataFile(io: FileIO, location: string): Promise<
   const dir = joinUri(location, 'metadata');
   const hintUri = joinUri(dir, 'version-hint.text');
   const hint = (await io.exists(hintUri)) ? (await io.readText(hintUri)).trim() : undefined;
+  // A damaged hint is said as such: guessing past it could show an older state, or none at all.
+  if (hint !== undefined && !/^[^\s\u0000-\u001f\u007f\ufffd]+$/.test(hint)) {
+    throw dataInvalid(`iceberg metadata: ${hintUri}: expected a metadata version number or file name, found ${hint === '' ? 'an empty file' : JSON.stringify(hint.slice(0, 100))}`, { file: hintUri });
+  }
   // The file the hint names, when it exists, is the answer without listing the folder: a table
   // with many snapshots keeps thousands of metadata files and manifest lists there.
   const named = hint === undefined || hint === '' ? undefined : /^\d+$/.test(hint) ? `v${Number(hint)}.metadata.json` : hintedName(hint);

@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { mkdir, open, rename, rm } from 'node:fs/promises';
+import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { mapLimit } from '../../core/concurrency.ts';
@@ -59,9 +59,10 @@ export class ReadCache {
 
   /**
    * Makes every location in `uris` available as a local file and keeps it so until the lease is
-   * released. Remote ones are checked against the store (head) and fetched when not cached.
+   * released. Remote ones are checked against the store (head) and fetched when not cached; local
+   * ones must exist. `sizes`: what the table metadata says some of them hold (see ScanTask.fileSizes).
    */
-  async acquire(io: FileIO, uris: Iterable<string>): Promise<CacheLease> {
+  async acquire(io: FileIO, uris: Iterable<string>, sizes?: Map<string, number>): Promise<CacheLease> {
     const paths = new Map<string, string>();
     const inPlace = new Set<string>();
     const held: Entry[] = [];
@@ -90,8 +91,19 @@ export class ReadCache {
       },
     };
     try {
+      // A missing or resized local file is said as such, naming it, before the engine opens it.
+      await mapLimit([...inPlace], LOCAL_CHECKS_IN_FLIGHT, async (uri) => {
+        let size: number;
+        try {
+          size = (await stat(paths.get(uri)!)).size;
+        } catch (e) {
+          if ((e as { code?: unknown }).code === 'ENOENT') throw notFound(`read: ${uri} does not exist`, { uri });
+          throw new TwinlakeError('io', `read: cannot read ${uri} (${errorMessage(e)})`, { uri }, { cause: e });
+        }
+        checkSize(uri, size, sizes?.get(uri));
+      });
       await mapLimit(remote, FETCHES_IN_FLIGHT, async (uri) => {
-        const entry = await this.entryFor(io, uri);
+        const entry = await this.entryFor(io, uri, sizes?.get(uri));
         held.push(entry);
         paths.set(uri, entry.file);
       });
@@ -103,9 +115,10 @@ export class ReadCache {
     return lease;
   }
 
-  private async entryFor(io: FileIO, uri: string): Promise<Entry> {
+  private async entryFor(io: FileIO, uri: string, expectedSize?: number): Promise<Entry> {
     const head = await io.head(uri);
     if (!head) throw notFound(`read: ${uri} does not exist`, { uri });
+    checkSize(uri, head.size, expectedSize);
     const key = `${uri}\u0000${head.size}\u0000${head.modified}`;
     // No await between the lookup and the insert: two operations asking for one object at once
     // share one entry (and one download).
@@ -198,6 +211,13 @@ export class ReadCache {
   }
 }
 
+const LOCAL_CHECKS_IN_FLIGHT = 16;
+
+function checkSize(uri: string, found: number, expected: number | undefined): void {
+  if (expected === undefined || found === expected) return;
+  throw dataInvalid(`read: ${uri}: expected ${expected} bytes as the table metadata records (file_size_in_bytes), found ${found}: the file is truncated or another file in its place`, { uri, expected, found });
+}
+
 /** Every location a scan task makes the engine open: data files, delete files, deletion vector files. */
 export function taskFiles(task: ScanTask): string[] {
   const out = new Set<string>();
@@ -219,7 +239,7 @@ function localTask(task: ScanTask, path: (uri: string) => string): ScanTask {
 
 /** Runs `fn` on the task with its files local, holding them for the call. */
 export async function withLocalTask<T>(cache: ReadCache, io: FileIO, task: ScanTask, fn: (local: ScanTask) => Promise<T>): Promise<T> {
-  const lease = await cache.acquire(io, taskFiles(task));
+  const lease = await cache.acquire(io, taskFiles(task), task.fileSizes);
   try {
     return await fn(lease.task(task));
   } finally {

@@ -99,14 +99,14 @@ export async function exportScan(session: DuckDBSession, task: ScanTask, target:
   const groups: ScanTask[] = [];
   for (let i = 0; i < task.files.length; i += STREAM_GROUP_FILES) groups.push({ ...task, files: task.files.slice(i, i + STREAM_GROUP_FILES) });
   let left = opts.limit;
-  let next: Promise<CacheLease> | undefined = files.cache.acquire(files.io, taskFiles(groups[0]!));
+  let next: Promise<CacheLease> | undefined = files.cache.acquire(files.io, taskFiles(groups[0]!), task.fileSizes);
   try {
     for (let g = 0; g < groups.length; g++) {
       const lease = await next!;
       next = undefined;
       try {
         if (g + 1 < groups.length && left !== 0) {
-          next = files.cache.acquire(files.io, taskFiles(groups[g + 1]!));
+          next = files.cache.acquire(files.io, taskFiles(groups[g + 1]!), task.fileSizes);
           next.catch(() => undefined);
         }
         if (left === 0 && !(g === 0 && opts.output === 'csv')) break;
