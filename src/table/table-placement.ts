@@ -3,6 +3,7 @@ import type { TableIdentifier } from '../catalog/catalog.ts';
 import type { TableContext } from './table-context.ts';
 import { identString } from './table-context.ts';
 import { latestDeltaVersion } from './delta/delta-log.ts';
+import type { ObjectStore } from '../io/object-store.ts';
 
 /**
  * Tables never nest (DESIGN.md §10): a table's folder is `<warehouse>/<namespace levels>/<name>`,
@@ -22,8 +23,10 @@ export async function checkPlacement(ctx: Pick<TableContext, 'catalog' | 'deltaR
   if (!opts.deltaOnly) {
     const { store, key } = ctx.io.storeAt(ctx.location);
     const version = await latestDeltaVersion(store, key);
-    // A writer creating the same table at once commits its Iceberg table before its Delta log.
-    if (version !== undefined && !(await ctx.catalog.tableExists(ctx.ident))) {
+    // A dropped two-format table leaves its Iceberg metadata beside its log: a new table there
+  // replaces both, its first Delta version removing every file of the old one, as before the drop.
+  // A writer creating the same table at once commits its Iceberg table before its Delta log.
+    if (version !== undefined && !(await holdsIcebergMetadata(store, key)) && !(await ctx.catalog.tableExists(ctx.ident))) {
       throw invalidInput(
         `table ${name}: its folder ${ctx.location} already holds a Delta log (version ${version}) of a table the catalog does not know; write it as a Delta-only table (formats delta) to continue that log, or remove the folder`,
         { table: name, location: ctx.location },
@@ -111,4 +114,11 @@ function nested(name: string, other: string, how: 'inside' | 'around'): Error {
     table: name,
     other,
   });
+}
+
+/** Whether a table's folder holds Iceberg metadata files (a dropped two-format table's leftovers). */
+async function holdsIcebergMetadata(store: ObjectStore, tableRoot: string): Promise<boolean> {
+  const prefix = tableRoot === '' ? 'metadata/' : `${tableRoot.replace(/\/+$/, '')}/metadata/`;
+  for await (const o of store.list(prefix)) if (o.path.endsWith('.metadata.json')) return true;
+  return false;
 }

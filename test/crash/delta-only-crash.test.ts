@@ -51,4 +51,19 @@ describe('a Delta-only first write that died before its name was registered', ()
       await close();
     }
   }, 120_000);
+
+  it('a dropped two-format table leaves its metadata beside its log: a new table at its name replaces both', async () => {
+    const w = { warehouse: fileUri(join(tmp.path, 'wh3')), dbPath: join(tmp.path, 'catalog3.db') };
+    const { lake, close } = await openLake(w);
+    try {
+      await lake.table('ns.t').append([{ id: 1 }, { id: 2 }]);
+      await lake.catalog.dropTable({ namespace: ['ns'], name: 't' });
+      await lake.table('ns.t').append([{ id: 3 }]);
+      expect(ids(await lake.table('ns.t').read({ format: 'iceberg' }))).toEqual([3]);
+      expect(ids(await lake.table('ns.t').read({ format: 'delta' }))).toEqual([3]);
+      expect(ids(await lake.readPath(join(tmp.path, 'wh3', 'ns', 't'), { format: 'delta' }))).toEqual([3]);
+    } finally {
+      await close();
+    }
+  }, 120_000);
 });

@@ -145,6 +145,9 @@ function adoptingCatalog(ctx: TableContext, foreign: LoadTableResult): Catalog {
       if (isTwinlakeError(e, 'commit-conflict')) return { status: 'conflict', reason: e.message };
       throw e;
     }
+    // As every catalog's commit: nothing is registered before the files the metadata names are
+    // durable (CommitOptions.durable); a failed manifest write fails the register.
+    await options?.durable;
     const dir = foreign.metadataLocation.slice(0, foreign.metadataLocation.lastIndexOf('/'));
     const body = serializeTableMetadata(next);
     let version = metadataFileVersion(foreign.metadataLocation) + 1;
