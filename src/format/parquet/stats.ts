@@ -549,6 +549,28 @@ function longText(b: Uint8Array): string {
   return ((BigInt(hi) << 32n) | BigInt(lo)).toString();
 }
 
+const MS_PER_DAY = 86_400_000;
+const TWO_DIGITS = Array.from({ length: 100 }, (_, n) => String(n).padStart(2, '0'));
+const THREE_DIGITS = Array.from({ length: 1000 }, (_, n) => String(n).padStart(3, '0'));
+/** The day last formatted: a file's bounds, and the next file's, mostly fall on one day. */
+let lastDay = NaN;
+let lastDayText = '';
+
+/** `YYYY-MM-DDTHH:MM:SS.mmm` of epoch milliseconds within the fast path's range, as formatTimestamp writes it. */
+function isoMillis(ms: number): string {
+  const day = Math.floor(ms / MS_PER_DAY);
+  if (day !== lastDay) {
+    lastDay = day;
+    lastDayText = `${formatDate(day)}T`;
+  }
+  let rest = ms - day * MS_PER_DAY;
+  const milli = rest % 1000;
+  rest = (rest - milli) / 1000;
+  const sec = rest % 60;
+  rest = (rest - sec) / 60;
+  return `${lastDayText}${TWO_DIGITS[(rest - (rest % 60)) / 60]!}:${TWO_DIGITS[rest % 60]!}:${TWO_DIGITS[sec]!}.${THREE_DIGITS[milli]!}`;
+}
+
 /**
  * A bound decoder per type: the common types decoded straight from their bytes to Delta's JSON
  * text; the rest (and values outside the fast path's range) by the generic rules. Undefined for
@@ -578,12 +600,21 @@ function boundText(type: string): ((bytes: Uint8Array, side: 'min' | 'max') => s
         let ms = Math.floor(micros / 1000);
         // Delta keeps milliseconds: a maximum rounded down would no longer bound the data.
         if (side === 'max' && ms * 1000 !== micros) ms += 1;
-        const iso = new Date(ms).toISOString();
-        return `"${zoned ? iso : iso.slice(0, -1)}"`;
+        return `"${isoMillis(ms)}${zoned ? 'Z' : ''}"`;
       };
     }
-    case 'string':
-      return genericBound(type);
+    case 'string': {
+      const generic = genericBound(type);
+      return (b, side) => {
+        // Printable ASCII without quote or backslash is its own JSON text; anything else, the generic rules.
+        if (b.length > 64) return generic(b, side);
+        for (let k = 0; k < b.length; k++) {
+          const c = b[k]!;
+          if (c >= 0x7f || c < 0x20 || c === 0x22 || c === 0x5c) return generic(b, side);
+        }
+        return `"${String.fromCharCode.apply(null, b as unknown as number[])}"`;
+      };
+    }
   }
   return decimalParams(type) ? genericBound(type) : undefined;
 }
