@@ -167,9 +167,25 @@ export function serializeCommit(actions: Action[]): string {
     if (keys.length !== 1 || !ACTION_KINDS.has(keys[0]!)) {
       throw invalidInput(`delta commit: expected each action to wrap exactly one known action, found keys ${JSON.stringify(keys)}`);
     }
-    out += stringifyJson(a) + '\n';
+    out += ('add' in a ? addJson(a) : stringifyJson(a)) + '\n';
   }
   return out;
+}
+
+/**
+ * An `add` action's line. Adds hold no bigints (sizes, times and row IDs are safe integers), so
+ * the engine's own JSON.stringify writes them, several times faster than the bigint-aware writer
+ * over the 100,000 adds of a large add-files commit; for those values both write the same text
+ * (the same escaping, key order, skipped undefineds and non-finite numbers as null). One that
+ * does hold a bigint goes to the bigint-aware writer.
+ */
+function addJson(a: Action): string {
+  try {
+    return JSON.stringify(a);
+  } catch (e) {
+    if (e instanceof TypeError) return stringifyJson(a);
+    throw e;
+  }
 }
 
 /**

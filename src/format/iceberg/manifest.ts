@@ -3,6 +3,7 @@ import { parseJson, stringifyJson } from '../../core/json.ts';
 import {
   type AvroCodec,
   type AvroFieldIndex,
+  AvroWriter,
   fieldsById,
   namedTypes,
   nonNull,
@@ -12,6 +13,7 @@ import {
   resolveNamed,
   toBytes,
   toNumber,
+  writeAvroBlocks,
   writeAvroContainer,
 } from './avro.ts';
 import { indexById, isPrimitive, normalizePrimitive, typeToString } from './schema.ts';
@@ -191,7 +193,7 @@ export function manifestEntryAvroSchema(formatVersion: 1 | 2 | 3, partition: Str
 // ---------------------------------------------------------------------------------------------
 // Encoding.
 
-export function encodeManifest(args: {
+export interface EncodeManifestArgs {
   formatVersion: 1 | 2 | 3;
   schema: Schema;
   spec: PartitionSpec;
@@ -199,12 +201,43 @@ export function encodeManifest(args: {
   entries: ManifestEntry[];
   syncMarker: Uint8Array;
   codec: AvroCodec;
-}): Uint8Array {
+}
+
+/**
+ * A manifest's Avro bytes. The entries are written by an encoder compiled for the manifest's
+ * schema (see `compileEntryEncoder`) straight into the block buffer: a commit of 100,000 files
+ * writes 100,000 entries, and building an Avro record object for each (maps as arrays of
+ * key/value records, a Buffer per bound) for avsc to walk cost more than the rest of the commit.
+ * The bytes are those `encodeManifestGeneric` writes (the tests hold them to it).
+ */
+export function encodeManifest(args: EncodeManifestArgs): Uint8Array {
+  const { formatVersion: v, schema, spec, content, entries } = args;
+  if (v === 1 && content !== ManifestContent.Data) throw invalidInput('iceberg manifest: v1 manifests hold data files only');
+  const ptype = partitionType(spec, schema);
+  const avroSchema = manifestEntryAvroSchema(v, ptype);
+  const encode = compileEntryEncoder(avroSchema, v, ptype, spec);
+  return writeAvroBlocks({
+    schemaJson: avroSchema,
+    metadata: manifestMetadata(args),
+    codec: args.codec,
+    syncMarker: args.syncMarker,
+    count: entries.length,
+    encode: (w, i) => encode(w, entries[i]!, i),
+  });
+}
+
+/** The same bytes as `encodeManifest`, through avsc and an Avro record per entry: the reference the compiled encoder is tested against. */
+export function encodeManifestGeneric(args: EncodeManifestArgs): Uint8Array {
   const { formatVersion: v, schema, spec, content, entries } = args;
   if (v === 1 && content !== ManifestContent.Data) throw invalidInput('iceberg manifest: v1 manifests hold data files only');
   const ptype = partitionType(spec, schema);
   const avroSchema = manifestEntryAvroSchema(v, ptype);
   const records = entries.map((e, i) => entryToAvro(e, v, ptype, spec, i));
+  return writeAvroContainer({ schemaJson: avroSchema, records, metadata: manifestMetadata(args), codec: args.codec, syncMarker: args.syncMarker });
+}
+
+function manifestMetadata(args: EncodeManifestArgs): Record<string, string> {
+  const { formatVersion: v, schema, spec, content } = args;
   const metadata: Record<string, string> = {
     schema: stringifyJson(schema),
     'schema-id': String(schema['schema-id']),
@@ -213,17 +246,245 @@ export function encodeManifest(args: {
     'format-version': String(v),
   };
   if (v >= 2) metadata.content = content === ManifestContent.Deletes ? 'deletes' : 'data';
-  return writeAvroContainer({ schemaJson: avroSchema, records, metadata, codec: args.codec, syncMarker: args.syncMarker });
+  return metadata;
+}
+
+/** Checks the spec's rules for an entry that the Avro types alone do not: which entries need which IDs. */
+function checkEntry(e: ManifestEntry, v: number, i: number): void {
+  if (v === 1 && e['snapshot-id'] === undefined) throw invalidInput(`iceberg manifest: entry ${i} (${e['data-file']['file-path']}): v1 manifests need a snapshot-id on every entry`);
+  if (e.status !== EntryStatus.Added && v >= 2 && (e['sequence-number'] === undefined || e['file-sequence-number'] === undefined)) {
+    // spec §Sequence Number Inheritance: only ADDED entries may inherit.
+    throw invalidInput(`iceberg manifest: entry ${i} (${e['data-file']['file-path']}): status ${e.status} entries need explicit sequence numbers`);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The compiled entry encoder.
+
+type EntryWriter = (w: AvroWriter, e: ManifestEntry, i: number) => void;
+
+/** A value that does not fit its Avro type: the message the generic writer gives, less avsc's wording. */
+function mismatch(i: number, field: string, value: unknown): never {
+  const shown = typeof value === 'bigint' ? `${value}n` : value instanceof Uint8Array ? `${value.length} bytes` : JSON.stringify(value) ?? String(value);
+  throw invalidInput(`avro: record ${i} does not match the schema: ${field} cannot be ${shown}`);
+}
+
+function writeInt(w: AvroWriter, x: unknown, i: number, field: string): void {
+  if (typeof x !== 'number' || !Number.isInteger(x) || x < -0x80000000 || x > 0x7fffffff) mismatch(i, field, x);
+  w.int(x);
+}
+
+function writeLong(w: AvroWriter, x: unknown, i: number, field: string): void {
+  if (typeof x === 'number' && Number.isSafeInteger(x)) return w.long(x);
+  if (typeof x === 'bigint' && x >= -(2n ** 63n) && x < 2n ** 63n) return w.bigLong(x);
+  mismatch(i, field, x);
+}
+
+function writeString(w: AvroWriter, x: unknown, i: number, field: string): void {
+  if (typeof x !== 'string') mismatch(i, field, x);
+  w.string(x);
+}
+
+function writeBytes(w: AvroWriter, x: unknown, i: number, field: string): void {
+  if (!(x instanceof Uint8Array)) mismatch(i, field, x);
+  w.bytes(x);
+}
+
+// Optional fields (`["null", T]`): branch 0 when absent, else branch 1 and the value.
+function optInt(w: AvroWriter, x: unknown, i: number, field: string): void {
+  if (x === undefined || x === null) return w.branch(0);
+  w.branch(1);
+  writeInt(w, x, i, field);
+}
+
+function optLong(w: AvroWriter, x: unknown, i: number, field: string): void {
+  if (x === undefined || x === null) return w.branch(0);
+  w.branch(1);
+  writeLong(w, x, i, field);
+}
+
+function optString(w: AvroWriter, x: unknown, i: number, field: string): void {
+  if (x === undefined || x === null) return w.branch(0);
+  w.branch(1);
+  writeString(w, x, i, field);
+}
+
+function optBytes(w: AvroWriter, x: unknown, i: number, field: string): void {
+  if (x === undefined || x === null) return w.branch(0);
+  w.branch(1);
+  writeBytes(w, x, i, field);
+}
+
+/** An Iceberg int-to-long map (an Avro array of key/value records, Appendix A), as one block. */
+function optLongMap(w: AvroWriter, m: Map<number, number> | undefined, i: number, field: string): void {
+  if (m === undefined || m === null) return w.branch(0);
+  w.branch(1);
+  if (m.size > 0) {
+    w.long(m.size);
+    for (const [k, x] of m) {
+      writeInt(w, k, i, field);
+      writeLong(w, x, i, field);
+    }
+  }
+  w.branch(0);
+}
+
+function optBytesMap(w: AvroWriter, m: Map<number, Uint8Array> | undefined, i: number, field: string): void {
+  if (m === undefined || m === null) return w.branch(0);
+  w.branch(1);
+  if (m.size > 0) {
+    w.long(m.size);
+    for (const [k, x] of m) {
+      writeInt(w, k, i, field);
+      writeBytes(w, x, i, field);
+    }
+  }
+  w.branch(0);
+}
+
+function optArray(w: AvroWriter, a: unknown, i: number, field: string, long: boolean): void {
+  if (a === undefined || a === null) return w.branch(0);
+  if (!Array.isArray(a)) mismatch(i, field, a);
+  w.branch(1);
+  if (a.length > 0) {
+    w.long(a.length);
+    for (const x of a) (long ? writeLong : writeInt)(w, x, i, field);
+  }
+  w.branch(0);
+}
+
+/** How a partition value, as `partitionValueToAvro` gives it, is written for its Avro type. */
+type ValueKind = 'boolean' | 'int' | 'long' | 'float' | 'double' | 'string' | 'bytes' | 'fixed';
+
+function writeAvroValue(w: AvroWriter, kind: ValueKind, x: any, i: number, field: string): void {
+  switch (kind) {
+    case 'boolean':
+      return w.boolean(x);
+    case 'int':
+      return writeInt(w, x, i, field);
+    case 'long':
+      return writeLong(w, x, i, field);
+    case 'float':
+      return w.float(x);
+    case 'double':
+      return w.double(x);
+    case 'string':
+      return w.string(x);
+    case 'bytes':
+      return w.bytes(x);
+    case 'fixed':
+      return w.bytesRaw(x);
+  }
+}
+
+/** The field IDs of `manifestEntryAvroSchema`'s records, in order, that the encoder below writes. */
+function entryFieldIds(v: number): { entry: number[]; file: number[] } {
+  const v1 = v === 1;
+  return {
+    entry: v1 ? [0, 1, 2] : [0, 1, 3, 4, 2],
+    file: [
+      ...(v1 ? [] : [134]),
+      100, 101, 102, 103, 104,
+      ...(v1 ? [105] : []),
+      108, 109, 110, 137, 125, 128, 131, 132,
+      ...(v1 ? [] : [135]),
+      140,
+      ...(v >= 3 ? [142] : []),
+      ...(v1 ? [] : [143]),
+      ...(v >= 3 ? [144, 145] : []),
+    ],
+  };
+}
+
+/**
+ * An encoder for one manifest schema (`manifestEntryAvroSchema`): straight-line code over the
+ * ManifestEntry and DataFile, one call per field, each site seeing one kind of value (a generic
+ * walk through per-field closures makes every site see every kind). It writes the schema's fields
+ * in the schema's order, which is checked here against the order it is written for. Values are
+ * checked as avsc checks them (ints fit 32 bits, longs 64, bytes are bytes), and partition values
+ * are converted and checked by the rules of `partitionValueToAvro`, as in the generic path.
+ */
+export function compileEntryEncoder(avroSchema: any, v: number, ptype: StructType, spec: PartitionSpec): EntryWriter {
+  const ids = (rec: any): number[] => rec.fields.map((f: any) => f['field-id']);
+  const dataFile = avroSchema.fields.find((f: any) => f['field-id'] === 2).type;
+  const expected = entryFieldIds(v);
+  if (ids(avroSchema).join() !== expected.entry.join() || ids(dataFile).join() !== expected.file.join()) {
+    throw invalidInput(`iceberg manifest: the v${v} entry schema has fields ${ids(avroSchema)} / ${ids(dataFile)}; the encoder writes ${expected.entry} / ${expected.file}`);
+  }
+  const named = new Map<string, any>();
+  const collect = (x: any) => {
+    if (Array.isArray(x)) return x.forEach(collect);
+    if (x === null || typeof x !== 'object') return;
+    if (typeof x.name === 'string' && (x.type === 'fixed' || x.type === 'record')) named.set(x.name, x);
+    if (Array.isArray(x.fields)) for (const f of x.fields) collect(f.type);
+  };
+  collect(avroSchema);
+  const partitionRecord = dataFile.fields.find((f: any) => f['field-id'] === 102).type;
+  const partition = ptype.fields.map((pf, k) => {
+    const avroField = partitionRecord.fields[k];
+    const branch = (avroField.type as unknown[])[1];
+    const t = typeof branch === 'string' ? (named.get(branch) ?? branch) : branch;
+    return {
+      name: spec.fields[k]!.name,
+      type: pf.type as PrimitiveType,
+      normalized: normalizePrimitive(pf.type as PrimitiveType),
+      kind: (typeof t === 'string' ? t : (t as { type: string }).type) as ValueKind,
+      field: `partition.${avroField.name}`,
+    };
+  });
+  const v1 = v === 1;
+  const v3 = v >= 3;
+
+  return (w, e, i) => {
+    checkEntry(e, v, i);
+    writeInt(w, e.status, i, 'status');
+    if (v1) writeLong(w, e['snapshot-id'], i, 'snapshot_id');
+    else {
+      optLong(w, e['snapshot-id'], i, 'snapshot_id');
+      optLong(w, e['sequence-number'], i, 'sequence_number');
+      optLong(w, e['file-sequence-number'], i, 'file_sequence_number');
+    }
+    const f = e['data-file'];
+    if (!v1) writeInt(w, f.content, i, 'content');
+    writeString(w, f['file-path'], i, 'file_path');
+    writeString(w, f['file-format'], i, 'file_format');
+    for (let k = 0; k < partition.length; k++) {
+      const p = partition[k]!;
+      const value = f.partition[p.name];
+      const x = value === null || value === undefined ? null : toAvroValue(value, p.normalized);
+      if (x === NOT_VALID) throw notValid(value, p.type, `iceberg manifest: entry ${i} (${f['file-path']}): partition ${p.name}`);
+      if (x === null) w.branch(0);
+      else {
+        w.branch(1);
+        writeAvroValue(w, p.kind, x, i, p.field);
+      }
+    }
+    writeLong(w, f['record-count'], i, 'record_count');
+    writeLong(w, f['file-size-in-bytes'], i, 'file_size_in_bytes');
+    if (v1) w.long(V1_BLOCK_SIZE);
+    optLongMap(w, f['column-sizes'], i, 'column_sizes');
+    optLongMap(w, f['value-counts'], i, 'value_counts');
+    optLongMap(w, f['null-value-counts'], i, 'null_value_counts');
+    optLongMap(w, f['nan-value-counts'], i, 'nan_value_counts');
+    optBytesMap(w, f['lower-bounds'], i, 'lower_bounds');
+    optBytesMap(w, f['upper-bounds'], i, 'upper_bounds');
+    optBytes(w, f['key-metadata'], i, 'key_metadata');
+    optArray(w, f['split-offsets'], i, 'split_offsets', true);
+    if (!v1) optArray(w, f['equality-ids'], i, 'equality_ids', false);
+    optInt(w, f['sort-order-id'], i, 'sort_order_id');
+    if (v3) optLong(w, f['first-row-id'], i, 'first_row_id');
+    if (!v1) optString(w, f['referenced-data-file'], i, 'referenced_data_file');
+    if (v3) {
+      optLong(w, f['content-offset'], i, 'content_offset');
+      optLong(w, f['content-size-in-bytes'], i, 'content_size_in_bytes');
+    }
+  };
 }
 
 function entryToAvro(e: ManifestEntry, v: number, ptype: StructType, spec: PartitionSpec, i: number): object {
   const f = e['data-file'];
   const where = `iceberg manifest: entry ${i} (${f['file-path']})`;
-  if (v === 1 && e['snapshot-id'] === undefined) throw invalidInput(`${where}: v1 manifests need a snapshot-id on every entry`);
-  if (e.status !== EntryStatus.Added && v >= 2 && (e['sequence-number'] === undefined || e['file-sequence-number'] === undefined)) {
-    // spec §Sequence Number Inheritance: only ADDED entries may inherit.
-    throw invalidInput(`${where}: status ${e.status} entries need explicit sequence numbers`);
-  }
+  checkEntry(e, v, i);
   const partition: Record<string, unknown> = {};
   ptype.fields.forEach((pf, k) => {
     const name = spec.fields[k]!.name;
@@ -269,17 +530,26 @@ const toBuffer = (u: Uint8Array) => Buffer.from(u.buffer, u.byteOffset, u.byteLe
 /** A partition value in `LiteralValue` form to the Avro value of its partition type. */
 export function partitionValueToAvro(value: unknown, type: PrimitiveType, where: string): unknown {
   if (value === null || value === undefined) return null;
-  const bad = (): never => {
-    throw invalidInput(`${where}: ${stringifyJson(value instanceof Uint8Array ? [...value] : value)} is not a valid ${type} value`);
-  };
-  const t = normalizePrimitive(type);
+  const x = toAvroValue(value, normalizePrimitive(type));
+  if (x === NOT_VALID) throw notValid(value, type, where);
+  return x;
+}
+
+function notValid(value: unknown, type: PrimitiveType, where: string) {
+  return invalidInput(`${where}: ${stringifyJson(value instanceof Uint8Array ? [...value] : value)} is not a valid ${type} value`);
+}
+
+const NOT_VALID = Symbol('not valid');
+
+/** `partitionValueToAvro` for a non-null value and a normalized type; NOT_VALID when it does not fit. */
+function toAvroValue(value: unknown, t: PrimitiveType): unknown {
   switch (t) {
     case 'boolean':
-      return typeof value === 'boolean' ? value : bad();
+      return typeof value === 'boolean' ? value : NOT_VALID;
     case 'int':
     case 'date':
       if (typeof value === 'bigint') return Number(value);
-      return typeof value === 'number' && Number.isInteger(value) ? value : bad();
+      return typeof value === 'number' && Number.isInteger(value) ? value : NOT_VALID;
     case 'long':
     case 'time':
     case 'timestamp':
@@ -287,34 +557,35 @@ export function partitionValueToAvro(value: unknown, type: PrimitiveType, where:
     case 'timestamp_ns':
     case 'timestamptz_ns':
       if (typeof value === 'bigint') return value;
-      return typeof value === 'number' && Number.isSafeInteger(value) ? BigInt(value) : bad();
+      return typeof value === 'number' && Number.isSafeInteger(value) ? BigInt(value) : NOT_VALID;
     case 'float':
     case 'double':
-      return typeof value === 'number' ? value : bad();
+      return typeof value === 'number' ? value : NOT_VALID;
     case 'string':
-      return typeof value === 'string' ? value : bad();
+      return typeof value === 'string' ? value : NOT_VALID;
     case 'binary':
-      return value instanceof Uint8Array ? toBuffer(value) : bad();
+      return value instanceof Uint8Array ? toBuffer(value) : NOT_VALID;
     case 'uuid':
       if (value instanceof Uint8Array && value.length === 16) return toBuffer(value);
-      return typeof value === 'string' ? attempt(() => toBuffer(uuidToBytes(value)), bad) : bad();
+      return typeof value === 'string' ? attempt(() => toBuffer(uuidToBytes(value))) : NOT_VALID;
   }
   const dec = decimalParams(t);
   if (dec) {
-    const unscaled = typeof value === 'bigint' ? value : typeof value === 'string' ? attempt(() => decimalToUnscaled(value, dec.scale), bad) : bad();
-    if ((unscaled < 0n ? -unscaled : unscaled) >= 10n ** BigInt(dec.precision)) return bad();
+    const unscaled = typeof value === 'bigint' ? value : typeof value === 'string' ? attempt(() => decimalToUnscaled(value, dec.scale)) : NOT_VALID;
+    if (unscaled === NOT_VALID) return NOT_VALID;
+    if ((unscaled < 0n ? -unscaled : unscaled) >= 10n ** BigInt(dec.precision)) return NOT_VALID;
     return twosComplement(unscaled, minBytesForPrecision(dec.precision));
   }
   const len = fixedLength(t);
-  if (len !== undefined) return value instanceof Uint8Array && value.length === len ? toBuffer(value) : bad();
-  return bad();
+  if (len !== undefined) return value instanceof Uint8Array && value.length === len ? toBuffer(value) : NOT_VALID;
+  return NOT_VALID;
 }
 
-function attempt<T>(fn: () => T, onError: () => never): T {
+function attempt<T>(fn: () => T): T | typeof NOT_VALID {
   try {
     return fn();
   } catch {
-    return onError();
+    return NOT_VALID;
   }
 }
 

@@ -368,6 +368,11 @@ function deltaValue(type: IcebergType, value: LiteralValue, side: 'min' | 'max')
  * Iceberg bounds (16 code points, upper bound incremented), which bound the data as Delta needs.
  */
 export function deltaStats(metrics: DeltaStatsInput, schema: StructType, physicalNames: Map<number, string>, opts: { tightBounds?: boolean } = {}): string {
+  return deltaStatsEncoder(schema, physicalNames)(metrics, opts.tightBounds === false);
+}
+
+/** `deltaStats` as the rules above say it, building objects and walking them: the reference for the compiled encoder. */
+export function deltaStatsGeneric(metrics: DeltaStatsInput, schema: StructType, physicalNames: Map<number, string>, opts: { tightBounds?: boolean } = {}): string {
   const decode = (map: Map<number, Uint8Array> | undefined, id: number, type: IcebergType): LiteralValue | undefined => {
     const bytes = map?.get(id);
     if (bytes === undefined) return undefined;
@@ -410,4 +415,206 @@ export function deltaStats(metrics: DeltaStatsInput, schema: StructType, physica
     nullCount: nulls,
     ...(opts.tightBounds === false ? { tightBounds: false } : {}),
   });
+}
+
+// ---------------------------------------------------------------------------------------------
+// The compiled Delta stats encoder: one add-files commit writes 100,000 stats strings.
+
+type StatsEncoder = (metrics: DeltaStatsInput, loose: boolean) => string;
+
+interface StatsLeaf {
+  kind: 'leaf';
+  /** `"name":`, JSON-quoted once. */
+  key: string;
+  id: number;
+  type: string;
+  /** A bound's JSON text, undefined when Delta has none for it (the rules of `deltaValue`). */
+  bound?: (bytes: Uint8Array, side: 'min' | 'max') => string | undefined;
+}
+interface StatsStruct {
+  kind: 'struct';
+  key: string;
+  fields: StatsNode[];
+}
+type StatsNode = StatsLeaf | StatsStruct;
+
+const encoders = new WeakMap<StructType, WeakMap<Map<number, string>, StatsEncoder>>();
+
+/**
+ * `deltaStats` for one schema and set of physical names, compiled once: each leaf's JSON key and
+ * bound decoder are worked out up front, and the JSON text is written directly, in the key order
+ * `stringifyJson` of the generic objects gives. Names that a JS object would reorder or swallow
+ * (array indices, `__proto__`) keep the generic encoder, whose output is the definition.
+ */
+export function deltaStatsEncoder(schema: StructType, physicalNames: Map<number, string>): StatsEncoder {
+  let bySchema = encoders.get(schema);
+  if (!bySchema) encoders.set(schema, (bySchema = new WeakMap()));
+  let enc = bySchema.get(physicalNames);
+  if (!enc) bySchema.set(physicalNames, (enc = compileStats(schema, physicalNames)));
+  return enc;
+}
+
+function compileStats(schema: StructType, physicalNames: Map<number, string>): StatsEncoder {
+  let plain = true;
+  const nodes = (struct: StructType): StatsNode[] => {
+    const out: StatsNode[] = [];
+    for (const f of struct.fields) {
+      const name = physicalName(f, physicalNames);
+      if (/^(0|[1-9]\d*)$/.test(name) || name === '__proto__') plain = false;
+      const key = `${JSON.stringify(name)}:`;
+      if (typeof f.type !== 'string') {
+        if (f.type.type === 'struct') out.push({ kind: 'struct', key, fields: nodes(f.type) });
+        continue;
+      }
+      const leaf: StatsLeaf = { kind: 'leaf', key, id: f.id, type: f.type };
+      const bound = boundText(f.type);
+      if (bound) leaf.bound = bound;
+      out.push(leaf);
+    }
+    return out;
+  };
+  const tree = nodes(schema);
+  if (!plain) return (metrics, loose) => deltaStatsGeneric(metrics, schema, physicalNames, loose ? { tightBounds: false } : {});
+  return (metrics, loose) => {
+    const records = metrics['record-count'];
+    const head = records === undefined ? '{' : `{"numRecords":${jsonNumber(records)},`;
+    const min = boundsSection(tree, metrics['lower-bounds'], 'min');
+    const max = boundsSection(tree, metrics['upper-bounds'], 'max');
+    const nulls = countsSection(tree, metrics['null-value-counts']);
+    return `${head}"minValues":${min},"maxValues":${max},"nullCount":${nulls}${loose ? ',"tightBounds":false' : ''}}`;
+  };
+}
+
+/** One struct's bounds as a JSON object; a struct without any is left out of its parent. */
+function boundsSection(fields: StatsNode[], bounds: Map<number, Uint8Array> | undefined, side: 'min' | 'max'): string {
+  let out = '';
+  for (const n of fields) {
+    let text: string | undefined;
+    if (n.kind === 'struct') {
+      text = boundsSection(n.fields, bounds, side);
+      if (text === '{}') continue;
+    } else {
+      const b = n.bound && bounds?.get(n.id);
+      text = b ? n.bound!(b, side) : undefined;
+      if (text === undefined) continue;
+    }
+    out += (out === '' ? '{' : ',') + n.key + text;
+  }
+  return out === '' ? '{}' : out + '}';
+}
+
+function countsSection(fields: StatsNode[], counts: Map<number, number> | undefined): string {
+  let out = '';
+  for (const n of fields) {
+    let text: string;
+    if (n.kind === 'struct') {
+      text = countsSection(n.fields, counts);
+      if (text === '{}') continue;
+    } else {
+      const c = counts?.get(n.id);
+      if (c === undefined) continue;
+      text = jsonNumber(c);
+    }
+    out += (out === '' ? '{' : ',') + n.key + text;
+  }
+  return out === '' ? '{}' : out + '}';
+}
+
+/** A number or bigint as `stringifyJson` writes it. */
+function jsonNumber(n: number | bigint): string {
+  return typeof n === 'bigint' ? n.toString() : Number.isFinite(n) ? String(n) : 'null';
+}
+
+/** The generic rules for one bound: decode, then Delta's form, then JSON. */
+function genericBound(type: string): (bytes: Uint8Array, side: 'min' | 'max') => string | undefined {
+  return (bytes, side) => {
+    let value: LiteralValue;
+    try {
+      value = fromBinary(type, bytes);
+    } catch {
+      return undefined;
+    }
+    const v = deltaValue(type, value, side);
+    return v === undefined ? undefined : stringifyJson(v);
+  };
+}
+
+const TWO_32 = 2 ** 32;
+
+/** An 8-byte little-endian long as decimal text, without a bigint when it is a safe integer. */
+function longText(b: Uint8Array): string {
+  const lo = (b[0]! | (b[1]! << 8) | (b[2]! << 16) | (b[3]! << 24)) >>> 0;
+  const hi = b[4]! | (b[5]! << 8) | (b[6]! << 16) | (b[7]! << 24);
+  if (hi >= -0x200000 && hi < 0x200000) return String(hi * TWO_32 + lo);
+  return ((BigInt(hi) << 32n) | BigInt(lo)).toString();
+}
+
+const MS_PER_DAY = 86_400_000;
+const TWO_DIGITS = Array.from({ length: 100 }, (_, n) => String(n).padStart(2, '0'));
+const THREE_DIGITS = Array.from({ length: 1000 }, (_, n) => String(n).padStart(3, '0'));
+/** The day last formatted: a file's bounds, and the next file's, mostly fall on one day. */
+let lastDay = NaN;
+let lastDayText = '';
+
+/** `YYYY-MM-DDTHH:MM:SS.mmm` of epoch milliseconds within the fast path's range, as formatTimestamp writes it. */
+function isoMillis(ms: number): string {
+  const day = Math.floor(ms / MS_PER_DAY);
+  if (day !== lastDay) {
+    lastDay = day;
+    lastDayText = `${formatDate(day)}T`;
+  }
+  let rest = ms - day * MS_PER_DAY;
+  const milli = rest % 1000;
+  rest = (rest - milli) / 1000;
+  const sec = rest % 60;
+  rest = (rest - sec) / 60;
+  return `${lastDayText}${TWO_DIGITS[(rest - (rest % 60)) / 60]!}:${TWO_DIGITS[rest % 60]!}:${TWO_DIGITS[sec]!}.${THREE_DIGITS[milli]!}`;
+}
+
+/**
+ * A bound decoder per type: the common types decoded straight from their bytes to Delta's JSON
+ * text; the rest (and values outside the fast path's range) by the generic rules. Undefined for
+ * types Delta keeps no bounds for.
+ */
+function boundText(type: string): ((bytes: Uint8Array, side: 'min' | 'max') => string | undefined) | undefined {
+  switch (type) {
+    case 'int':
+      return (b) => (b.length === 4 ? String(b[0]! | (b[1]! << 8) | (b[2]! << 16) | (b[3]! << 24)) : undefined);
+    case 'long':
+      return (b) => (b.length === 8 ? longText(b) : undefined);
+    case 'float':
+    case 'double':
+    case 'date':
+      return genericBound(type);
+    case 'timestamp':
+    case 'timestamptz': {
+      const generic = genericBound(type);
+      const zoned = type === 'timestamptz';
+      return (b, side) => {
+        if (b.length !== 8) return undefined;
+        const hi = b[4]! | (b[5]! << 8) | (b[6]! << 16) | (b[7]! << 24);
+        // Within 2^53 µs of 1970 (years 1685 to 2254) the micros are a safe number and Date writes
+        // the same ISO text; further out, the generic rules.
+        if (hi < -0x200000 || hi >= 0x200000) return generic(b, side);
+        const micros = hi * TWO_32 + ((b[0]! | (b[1]! << 8) | (b[2]! << 16) | (b[3]! << 24)) >>> 0);
+        let ms = Math.floor(micros / 1000);
+        // Delta keeps milliseconds: a maximum rounded down would no longer bound the data.
+        if (side === 'max' && ms * 1000 !== micros) ms += 1;
+        return `"${isoMillis(ms)}${zoned ? 'Z' : ''}"`;
+      };
+    }
+    case 'string': {
+      const generic = genericBound(type);
+      return (b, side) => {
+        // Printable ASCII without quote or backslash is its own JSON text; anything else, the generic rules.
+        if (b.length > 64) return generic(b, side);
+        for (let k = 0; k < b.length; k++) {
+          const c = b[k]!;
+          if (c >= 0x7f || c < 0x20 || c === 0x22 || c === 0x5c) return generic(b, side);
+        }
+        return `"${String.fromCharCode.apply(null, b as unknown as number[])}"`;
+      };
+    }
+  }
+  return decimalParams(type) ? genericBound(type) : undefined;
 }

@@ -40,8 +40,8 @@ export interface AddFilesOptions {
 export interface AddFilesResult extends Pick<WriteResult, 'table' | 'snapshotId' | 'deltaVersion' | 'deltaCommitted' | 'files' | 'rows' | 'bytes' | 'warnings'> {
   /** The name mapping property recorded by this commit (files without field IDs, table without one). */
   recordedNameMapping: boolean;
-  /** Milliseconds: reading footers (in parallel), and the commits. */
-  timings: { footerMs: number } & Omit<WriteResult['timings'], 'encodeMs'>;
+  /** Milliseconds: reading footers (in parallel), making the footers the table's data files, and the commits. */
+  timings: { footerMs: number; dataFilesMs: number } & Omit<WriteResult['timings'], 'encodeMs'>;
 }
 
 /** Files in one metadata query: a long path list is one SQL text, and fewer queries cost less. */
@@ -95,7 +95,9 @@ export async function addFiles(ctx: TableContext, patterns: readonly string[], o
     what,
     async prepare(loaded) {
       const metadata = loaded!.metadata;
+      const dataFilesStart = performance.now();
       const dataFiles = await toDataFiles(ctx, metadata, footers, what);
+      const dataFilesMs = performance.now() - dataFilesStart;
       const actions: TableAction[] = [];
       // Files without field IDs are read by name (spec: Column Projection); the mapping says which.
       const needsMapping = footers.some((f) => f.columns.every((c) => c.fieldId === undefined));
@@ -122,7 +124,7 @@ export async function addFiles(ctx: TableContext, patterns: readonly string[], o
           bytes,
           recordedNameMapping,
           warnings,
-          timings: { footerMs, ...c.timings },
+          timings: { footerMs, dataFilesMs, ...c.timings },
         }),
       };
     },
