@@ -294,7 +294,15 @@ export class SqlCatalog implements Catalog {
       throw e;
     }
     const sql = await this.ready;
-    const written = await this.files.write(next, metadataFileVersion(current) + 1);
+    let written: Awaited<ReturnType<MetadataFiles['write']>>;
+    try {
+      written = await this.files.write(next, metadataFileVersion(current) + 1);
+    } catch (e) {
+      // Every metadata file name taken: concurrent writers committed past our base, a lost race
+      // like a lost swap, for the caller's retry loop rather than the end of the write.
+      if (isTwinlakeError(e, 'commit-conflict')) return { status: 'conflict', reason: e.message };
+      throw e;
+    }
 
     let changed: number;
     try {
