@@ -49,13 +49,18 @@ describe('load', () => {
     expect(r.succeeded).toBeGreaterThan(0);
     // Every tenth post is malformed: refused whole, with the line it broke on.
     expect(r.badAccepted).toBe(0);
+    expect(r.requests).toBeGreaterThanOrEqual(10);
     expect(r.failures.some((f) => f.malformed)).toBe(true);
     for (const f of r.failures.filter((f) => f.malformed)) {
       expect(f.status).toBe(400);
       expect(f.message).toMatch(/line \d+/);
     }
-    // A well-formed post fails only as a clean conflict after the retries.
-    for (const f of r.failures.filter((f) => !f.malformed)) expect(f.status).toBe(409);
+    // Every well-formed post committed: the default retry budget outlasts 16 concurrent posts,
+    // and concurrent writers taking every metadata file name is a lost race that is retried.
+    expect(r.failures.filter((f) => !f.malformed)).toEqual([]);
+    const malformed = Math.floor(r.requests / 10);
+    expect(r.failedByStatus).toEqual(malformed ? { 400: malformed } : {});
+    expect(r.succeeded).toBe(r.requests - malformed);
     expect(r.check.expected).toBe(r.succeeded * 50);
     expectTableExact(r.check);
   });
