@@ -306,6 +306,8 @@ function printCheck(c: TableCheck): void {
   console.log(`    verify: ${c.verify.length === 0 ? 'clean' : c.verify.join('; ')}`);
 }
 
+const WORK: Record<string, string> = { compaction: 'files rewritten', snapshot_expiry: 'snapshots expired', full_maintenance: 'files rewritten + snapshots expired' };
+
 /** `npm run bench load`: both loads at the issue's size (BENCH_LOAD_* to change it). */
 export async function loadBench(dir: string): Promise<void> {
   const writers = Number(process.env.BENCH_LOAD_WRITERS ?? 8);
@@ -313,7 +315,7 @@ export async function loadBench(dir: string): Promise<void> {
   const m = await mixedLoad({ warehouse: join(dir, 'load-mixed', 'wh'), writers, ops, seed: Number(process.env.BENCH_LOAD_SEED ?? 1) });
   console.log(`load: ${writers} processes × ${ops} mixed operations (append, merge, delete) on one table, one more process running compaction, expiry and full_maintenance`);
   console.log(`  ${m.ops} operations in ${(m.ms / 1000).toFixed(1)} s = ${m.opsPerSecond.toFixed(1)} ops/s`);
-  for (const [kind, l] of Object.entries(m.byKind)) console.log(`    ${kind.padEnd(18)} ${String(l.count).padStart(5)} done, ${String(l.failed).padStart(3)} failed   p50 ${l.p50.toFixed(0).padStart(6)} ms   p99 ${l.p99.toFixed(0).padStart(6)} ms${l.did ? `   (${l.did} files rewritten + snapshots expired)` : ''}`);
+  for (const [kind, l] of Object.entries(m.byKind)) console.log(`    ${kind.padEnd(18)} ${String(l.count).padStart(5)} done, ${String(l.failed).padStart(3)} failed   p50 ${l.p50.toFixed(0).padStart(6)} ms   p99 ${l.p99.toFixed(0).padStart(6)} ms${l.did ? `   (${l.did} ${WORK[kind] ?? ''})` : ''}`);
   console.log(`  failures by kind: ${JSON.stringify(m.failures)}; unclean ${m.unclean.length}; processes crashed ${m.crashed.length}`);
   for (const u of [...m.unclean, ...m.crashed].slice(0, 5)) console.log(`    ${u.slice(0, 400)}`);
   printCheck(m.check);
