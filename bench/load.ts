@@ -21,6 +21,9 @@ const root = resolve(import.meta.dirname, '..');
 export interface Latency {
   count: number;
   failed: number;
+  /** Lost races retried, summed and the most of one operation. */
+  retries: number;
+  maxRetries: number;
   /** Maintenance: files compaction rewrote plus snapshots expiry removed, summed. */
   did: number;
   p50: number;
@@ -46,6 +49,8 @@ export interface MixedLoadResult {
   /** Failures by error kind; unclean ones (not a TwinlakeError) listed with their message. */
   failures: Record<string, number>;
   unclean: string[];
+  /** The slowest writer operations: kind, time, retries and the last race each lost. */
+  slowest: { kind: string; ms: number; retries: number; lastLost?: string }[];
   /** Worker processes that did not exit 0, with their stderr. */
   crashed: string[];
   check: TableCheck;
@@ -79,6 +84,8 @@ interface OpLine {
   inserted?: number[];
   v?: number;
   did?: number;
+  retries?: number;
+  lastLost?: string;
   error?: { kind: string; message: string; clean: boolean };
 }
 
@@ -169,6 +176,8 @@ export async function mixedLoad(o: { warehouse: string; writers: number; ops: nu
   const byKindMs: Record<string, number[]> = {};
   const byKindFailed: Record<string, number> = {};
   const byKindDid: Record<string, number> = {};
+  const byKindRetries: Record<string, number[]> = {};
+  const all: MixedLoadResult['slowest'] = [];
   const failures: Record<string, number> = {};
   const unclean: string[] = [];
   const crashed: string[] = [];
@@ -179,6 +188,8 @@ export async function mixedLoad(o: { warehouse: string; writers: number; ops: nu
     for (const l of lines(run.stdout)) {
       (byKindMs[l.kind] ??= []).push(l.ms);
       byKindDid[l.kind] = (byKindDid[l.kind] ?? 0) + (l.did ?? 0);
+      (byKindRetries[l.kind] ??= []).push(l.retries ?? 0);
+      if (i < writers.length) all.push({ kind: l.kind, ms: l.ms, retries: l.retries ?? 0, ...(l.lastLost ? { lastLost: l.lastLost } : {}) });
       if (i < writers.length) ops++;
       if (!l.ok) {
         byKindFailed[l.kind] = (byKindFailed[l.kind] ?? 0) + 1;
@@ -193,9 +204,10 @@ export async function mixedLoad(o: { warehouse: string; writers: number; ops: nu
     }
   }
   const byKind: Record<string, Latency> = {};
-  for (const [kind, xs] of Object.entries(byKindMs)) byKind[kind] = { count: xs.length, failed: byKindFailed[kind] ?? 0, did: byKindDid[kind] ?? 0, p50: pct(xs, 50), p99: pct(xs, 99) };
+  for (const [kind, xs] of Object.entries(byKindMs)) byKind[kind] = { count: xs.length, failed: byKindFailed[kind] ?? 0, did: byKindDid[kind] ?? 0, retries: byKindRetries[kind]!.reduce((a, b) => a + b, 0), maxRetries: Math.max(...byKindRetries[kind]!), p50: pct(xs, 50), p99: pct(xs, 99) };
   const check = await checkTable(o.warehouse, name, expected);
-  return { ms, ops, opsPerSecond: ops / (ms / 1000), byKind, failures, unclean, crashed, check };
+  const slowest = all.sort((a, b) => b.ms - a.ms).slice(0, 5);
+  return { ms, ops, opsPerSecond: ops / (ms / 1000), byKind, failures, unclean, slowest, crashed, check };
 }
 
 /** `twinlake serve` as a real process on a free port. */
@@ -315,7 +327,8 @@ export async function loadBench(dir: string): Promise<void> {
   const m = await mixedLoad({ warehouse: join(dir, 'load-mixed', 'wh'), writers, ops, seed: Number(process.env.BENCH_LOAD_SEED ?? 1) });
   console.log(`load: ${writers} processes × ${ops} mixed operations (append, merge, delete) on one table, one more process running compaction, expiry and full_maintenance`);
   console.log(`  ${m.ops} operations in ${(m.ms / 1000).toFixed(1)} s = ${m.opsPerSecond.toFixed(1)} ops/s`);
-  for (const [kind, l] of Object.entries(m.byKind)) console.log(`    ${kind.padEnd(18)} ${String(l.count).padStart(5)} done, ${String(l.failed).padStart(3)} failed   p50 ${l.p50.toFixed(0).padStart(6)} ms   p99 ${l.p99.toFixed(0).padStart(6)} ms${l.did ? `   (${l.did} ${WORK[kind] ?? ''})` : ''}`);
+  for (const [kind, l] of Object.entries(m.byKind)) console.log(`    ${kind.padEnd(18)} ${String(l.count).padStart(5)} done, ${String(l.failed).padStart(3)} failed   p50 ${l.p50.toFixed(0).padStart(6)} ms   p99 ${l.p99.toFixed(0).padStart(6)} ms   retries ${l.retries} (most ${l.maxRetries})${l.did ? `   (${l.did} ${WORK[kind] ?? ''})` : ''}`);
+  for (const o of m.slowest) console.log(`    slowest: ${o.kind} ${(o.ms / 1000).toFixed(1)} s after ${o.retries} retries; last lost: ${o.lastLost ?? '-'}`);
   console.log(`  failures by kind: ${JSON.stringify(m.failures)}; unclean ${m.unclean.length}; processes crashed ${m.crashed.length}`);
   for (const u of [...m.unclean, ...m.crashed].slice(0, 5)) console.log(`    ${u.slice(0, 400)}`);
   printCheck(m.check);

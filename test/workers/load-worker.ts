@@ -5,6 +5,17 @@
 import { existsSync } from 'node:fs';
 import { Lakehouse, TwinlakeError } from '../../src/index.ts';
 import { runMaintenance, type MaintenanceResult } from '../../src/maintenance/maintain.ts';
+import { CommitRetry } from '../../src/table/commit/commit-retry.ts';
+
+// Each lost race an operation retried, and the last reason: where a slow operation's time went.
+let retries = 0;
+let lastLost: string | undefined;
+const lost = CommitRetry.prototype.lost;
+CommitRetry.prototype.lost = function (this: CommitRetry, why: string) {
+  retries++;
+  lastLost = why;
+  return lost.call(this, why);
+};
 
 const [warehouse, table, role, arg, seedArg] = process.argv.slice(2);
 const lake = await Lakehouse.open({ warehouse: warehouse!, onWarning: (m) => process.stderr.write(`warning: ${m}\n`) });
@@ -16,12 +27,15 @@ const failure = (e: unknown) =>
 
 async function timed(kind: string, effect: Record<string, unknown>, run: () => Promise<unknown>, did?: (r: never) => number): Promise<boolean> {
   const t0 = performance.now();
+  retries = 0;
+  lastLost = undefined;
+  const spent = () => ({ retries, ...(lastLost ? { lastLost: lastLost.slice(0, 300) } : {}) });
   try {
     const result = await run();
-    emit({ kind, ok: true, ms: performance.now() - t0, ...effect, ...(did ? { did: did(result as never) } : {}) });
+    emit({ kind, ok: true, ms: performance.now() - t0, ...spent(), ...effect, ...(did ? { did: did(result as never) } : {}) });
     return true;
   } catch (e) {
-    emit({ kind, ok: false, ms: performance.now() - t0, error: failure(e), ...effect });
+    emit({ kind, ok: false, ms: performance.now() - t0, ...spent(), error: failure(e), ...effect });
     return false;
   }
 }
