@@ -483,3 +483,5 @@ if (only === 'cloud') {
 if (!only || only === 'add-files') await addFilesBench(root, Number(process.env.BENCH_FILES ?? 100_000));
 // Run alone only: a load test of `twinlake serve` (bench/serve.ts).
 if (only === 'serve') await serveBench(root);
+// Run alone only: issue 14's load (bench/load.ts).
+if (only === 'load') await (await import('./load.ts')).loadBench(root);

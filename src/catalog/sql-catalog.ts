@@ -299,8 +299,16 @@ export class SqlCatalog implements Catalog {
       throw e;
     }
     const sql = await this.ready;
-    // The swap comes only once the metadata file and every file it names are durable.
-    const written = await this.files.writeWhenDurable(next, metadataFileVersion(current) + 1, options.durable);
+    let written: Awaited<ReturnType<MetadataFiles['writeWhenDurable']>>;
+    try {
+      // The swap comes only once the metadata file and every file it names are durable.
+      written = await this.files.writeWhenDurable(next, metadataFileVersion(current) + 1, options.durable);
+    } catch (e) {
+      // Every metadata file name taken: concurrent writers committed past our base, a lost race
+      // like a lost swap, for the caller's retry loop rather than the end of the write.
+      if (isTwinlakeError(e, 'commit-conflict')) return { status: 'conflict', reason: e.message };
+      throw e;
+    }
 
     let changed: number;
     try {
