@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { isTwinlakeError, TwinlakeError } from '../core/errors.ts';
 import type { FastifyPluginAsync } from 'fastify';
 import type { Lakehouse } from '../table/lakehouse.ts';
 import type { InputFormat } from '../table/write/input.ts';
@@ -32,6 +33,17 @@ function tooLarge(max: number): HttpError {
  * Copies a request body to `path` as it arrives, never holding it whole; past `max` bytes it
  * stops with 413 (and the rest of the body is read and dropped, so the client gets the answer).
  */
+/**
+ * The library names the input file; the client sent a body, and the server's spool folder is none
+ * of its business: an error about the spooled file speaks of the request body instead.
+ */
+function inTermsOfTheBody(e: unknown, path: string): unknown {
+  if (!isTwinlakeError(e) || !e.message.includes(path)) return e;
+  const message = e.message.replaceAll(`input ${path}`, 'request body').replaceAll(path, 'request body');
+  const context = Object.fromEntries(Object.entries(e.context).map(([k, v]) => [k, v === path ? 'request body' : v]));
+  return new TwinlakeError(e.kind, message, context, { cause: e, retryable: e.retryable });
+}
+
 async function spool(body: Readable, path: string, max: number): Promise<number> {
   let bytes = 0;
   const limit = new Transform({
@@ -122,10 +134,12 @@ export const recordRoutes: FastifyPluginAsync<RecordRoutesOptions> = async (app,
       const path = join(dir, `records.${format}`);
       await spool(raw, path, opts.maxBytes);
       const input = { path, format };
-      const result =
-        mode === 'merge'
-          ? await table.merge(input, { keys: keys!, txn, deleteWhen: q.deleteWhen, orderBy: q.orderBy })
-          : await table.write(input, { mode, txn });
+      const result = await (mode === 'merge'
+        ? table.merge(input, { keys: keys!, txn, deleteWhen: q.deleteWhen, orderBy: q.orderBy })
+        : table.write(input, { mode, txn })
+      ).catch((e: unknown) => {
+        throw inTermsOfTheBody(e, path);
+      });
       return reply.code(200).send(result);
     } finally {
       await rm(dir, { recursive: true, force: true });

@@ -133,6 +133,13 @@ describe('the seed management API', () => {
     expect((await s.lake.table('sales.orders').history()).length).toBe(before);
   });
 
+  test("a bad record's error speaks of the request body, never of the server's spool file", async () => {
+    const r = await s.call('POST', `/api/managed-lakehouse/tables/${tableId}/records`, { raw: '{"id": 8, "region": "eu", "amount": 1}\n{"id": 9, "region": \n' });
+    expect(r.status, r.text).toBe(400);
+    expect(r.json.error.message).toMatch(/^request body: line 2/);
+    expect(r.text).not.toMatch(/twinlake-post-|records\.ndjson/);
+  });
+
   test('a body over the limit answers 413 (declared or streamed), an unknown content type 415', async () => {
     const before = (await s.lake.table('sales.orders').history()).length;
     const big = ndjson(Array.from({ length: 3000 }, (_, i) => ({ id: 1000 + i, region: 'eu', amount: i })));
