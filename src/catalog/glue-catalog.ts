@@ -274,14 +274,8 @@ export class GlueCatalog implements Catalog {
       if (isTwinlakeError(e, 'commit-conflict')) return { status: 'conflict', reason: e.message };
       throw e;
     }
-    let written: Awaited<ReturnType<MetadataFiles['writeWhenDurable']>>;
-    try {
-      written = await this.files.writeWhenDurable(next, metadataFileVersion(current) + 1, options.durable);
-    } catch (e) {
-      // Every metadata file name taken by concurrent writers: a lost race, retried by the caller (as in SqlCatalog).
-      if (isTwinlakeError(e, 'commit-conflict')) return { status: 'conflict', reason: e.message };
-      throw e;
-    }
+    const written = await this.files.writeForCommit(next, metadataFileVersion(current) + 1, options.durable);
+    if ('status' in written) return written;
     const input = tableInput(table.Name!, written.uri, written.metadata, table, current);
     let failure: unknown;
     try {

@@ -87,6 +87,20 @@ export class MetadataFiles {
   }
 
   /**
+   * `writeWhenDurable` for a catalog's commit: every candidate name taken by concurrent writers
+   * means they committed past this commit's base — a lost race like a lost swap, answered as the
+   * conflict value the caller's retry loop retries, not an error that ends the write.
+   */
+  async writeForCommit(metadata: TableMetadata, firstVersion: number, durable: Promise<void> | undefined): Promise<{ uri: string; version: number; metadata: TableMetadata } | { status: 'conflict'; reason: string }> {
+    try {
+      return await this.writeWhenDurable(metadata, firstVersion, durable);
+    } catch (e) {
+      if (isTwinlakeError(e, 'commit-conflict')) return { status: 'conflict', reason: e.message };
+      throw e;
+    }
+  }
+
+  /**
    * Moves `version-hint.text` forward to the version the catalog points at (`pointer()`, read
    * again after writing: a concurrent commit that moved the pointer meanwhile may have had its
    * newer hint overwritten by ours, so it is written again for that one). A failure here does not

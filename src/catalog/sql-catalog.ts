@@ -299,16 +299,9 @@ export class SqlCatalog implements Catalog {
       throw e;
     }
     const sql = await this.ready;
-    let written: Awaited<ReturnType<MetadataFiles['writeWhenDurable']>>;
-    try {
-      // The swap comes only once the metadata file and every file it names are durable.
-      written = await this.files.writeWhenDurable(next, metadataFileVersion(current) + 1, options.durable);
-    } catch (e) {
-      // Every metadata file name taken: concurrent writers committed past our base, a lost race
-      // like a lost swap, for the caller's retry loop rather than the end of the write.
-      if (isTwinlakeError(e, 'commit-conflict')) return { status: 'conflict', reason: e.message };
-      throw e;
-    }
+    // The swap comes only once the metadata file and every file it names are durable.
+    const written = await this.files.writeForCommit(next, metadataFileVersion(current) + 1, options.durable);
+    if ('status' in written) return written;
 
     let changed: number;
     try {

@@ -6,6 +6,7 @@ import { SqlCatalog } from '../../src/catalog/sql-catalog.ts';
 import { MemoryStore } from '../../src/io/memory-store.ts';
 import { sampleMetadata } from '../catalog/catalog-contract.ts';
 import { HookedStore } from '../faults.ts';
+import type { Catalog, TableIdentifier } from '../../src/catalog/catalog.ts';
 import { GlueCatalog } from '../../src/catalog/glue-catalog.ts';
 import { LocalStore } from '../../src/io/local-store.ts';
 import { GlueDouble } from '../servers/glue-double.ts';
@@ -16,6 +17,31 @@ import { GlueDouble } from '../servers/glue-double.ts';
  * unspent. Concurrent writers taking the names is a lost race like a lost compare-and-swap, so
  * the catalog reports it as a conflict value, which the one retry loop retries.
  */
+/** Before each name `ours` tries, `rival` commits and takes it; then ours loses cleanly and its retry commits. */
+async function loseEveryName(ours: Catalog, rival: Catalog, hooked: HookedStore, id: TableIdentifier): Promise<void> {
+  await ours.createNamespace(['ns']);
+  await ours.createTable(id, sampleMetadata());
+  // The hook clears itself before it runs, so it re-arms.
+  let rivals = 0;
+  const arm = () => {
+    hooked.beforeCreate = async () => {
+      const r = await rival.commitTable(id, { requirements: [], updates: [{ action: 'set-properties', updates: { by: `rival ${rivals}` } }] });
+      expect(r.status).toBe('committed');
+      if (++rivals < 20) arm();
+    };
+  };
+  arm();
+  const lost = await ours.commitTable(id, { requirements: [], updates: [{ action: 'set-properties', updates: { by: 'ours' } }] });
+  hooked.beforeCreate = undefined;
+  expect(lost.status).toBe('conflict');
+  if (lost.status === 'conflict') expect(lost.reason).toMatch(/every metadata file name tried .* was taken by concurrent writers/);
+  // Nothing of ours landed; the next attempt on the fresh base commits.
+  expect((await ours.loadTable(id)).metadata.properties.by).toMatch(/^rival /);
+  const retried = await ours.commitTable(id, { requirements: [], updates: [{ action: 'set-properties', updates: { by: 'ours' } }] });
+  expect(retried.status).toBe('committed');
+  expect((await rival.loadTable(id)).metadata.properties.by).toBe('ours');
+}
+
 describe('sql catalog under many concurrent committers', () => {
   it('reports every metadata file name taken by concurrent commits as a lost race, not a failure', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'twinlake-load-names-'));
@@ -26,28 +52,7 @@ describe('sql catalog under many concurrent committers', () => {
     const rival = new SqlCatalog({ warehouse: { store: shared, rootUri: shared.root }, dbPath });
     const id = { namespace: ['ns'], name: 't' };
     try {
-      await ours.createNamespace(['ns']);
-      await ours.createTable(id, sampleMetadata());
-      // Before each name ours tries, another writer commits and takes it (the hook clears itself
-      // before it runs, so it re-arms).
-      let rivals = 0;
-      const arm = () => {
-        hooked.beforeCreate = async () => {
-          const r = await rival.commitTable(id, { requirements: [], updates: [{ action: 'set-properties', updates: { by: `rival ${rivals}` } }] });
-          expect(r.status).toBe('committed');
-          if (++rivals < 20) arm();
-        };
-      };
-      arm();
-      const lost = await ours.commitTable(id, { requirements: [], updates: [{ action: 'set-properties', updates: { by: 'ours' } }] });
-      hooked.beforeCreate = undefined;
-      expect(lost.status).toBe('conflict');
-      if (lost.status === 'conflict') expect(lost.reason).toMatch(/every metadata file name tried .* was taken by concurrent writers/);
-      // Nothing of ours landed; the next attempt on the fresh base commits.
-      expect((await ours.loadTable(id)).metadata.properties.by).toMatch(/^rival /);
-      const retried = await ours.commitTable(id, { requirements: [], updates: [{ action: 'set-properties', updates: { by: 'ours' } }] });
-      expect(retried.status).toBe('committed');
-      expect((await rival.loadTable(id)).metadata.properties.by).toBe('ours');
+      await loseEveryName(ours, rival, hooked, id);
     } finally {
       ours.close();
       rival.close();
@@ -67,24 +72,7 @@ describe('sql catalog under many concurrent committers', () => {
     const rival = new GlueCatalog({ ...opts, warehouse: { store: shared, rootUri: shared.root } });
     const id = { namespace: ['ns'], name: 't' };
     try {
-      await ours.createNamespace(['ns']);
-      await ours.createTable(id, sampleMetadata());
-      let rivals = 0;
-      const arm = () => {
-        hooked.beforeCreate = async () => {
-          const r = await rival.commitTable(id, { requirements: [], updates: [{ action: 'set-properties', updates: { by: `rival ${rivals}` } }] });
-          expect(r.status).toBe('committed');
-          if (++rivals < 20) arm();
-        };
-      };
-      arm();
-      const lost = await ours.commitTable(id, { requirements: [], updates: [{ action: 'set-properties', updates: { by: 'ours' } }] });
-      hooked.beforeCreate = undefined;
-      expect(lost.status).toBe('conflict');
-      if (lost.status === 'conflict') expect(lost.reason).toMatch(/every metadata file name tried .* was taken by concurrent writers/);
-      const retried = await ours.commitTable(id, { requirements: [], updates: [{ action: 'set-properties', updates: { by: 'ours' } }] });
-      expect(retried.status).toBe('committed');
-      expect((await rival.loadTable(id)).metadata.properties.by).toBe('ours');
+      await loseEveryName(ours, rival, hooked, id);
     } finally {
       await ours.close();
       await rival.close();
