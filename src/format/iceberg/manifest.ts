@@ -315,28 +315,15 @@ function optBytes(w: AvroWriter, x: unknown, i: number, field: string): void {
   writeBytes(w, x, i, field);
 }
 
-/** An Iceberg int-to-long map (an Avro array of key/value records, Appendix A), as one block. */
-function optLongMap(w: AvroWriter, m: Map<number, number> | undefined, i: number, field: string): void {
+/** An Iceberg map keyed by field ID (an Avro array of key/value records, Appendix A), as one block. */
+function optIdMap<V>(w: AvroWriter, m: Map<number, V> | undefined, i: number, field: string, value: (w: AvroWriter, x: V, i: number, field: string) => void): void {
   if (m === undefined || m === null) return w.branch(0);
   w.branch(1);
   if (m.size > 0) {
     w.long(m.size);
     for (const [k, x] of m) {
       writeInt(w, k, i, field);
-      writeLong(w, x, i, field);
-    }
-  }
-  w.branch(0);
-}
-
-function optBytesMap(w: AvroWriter, m: Map<number, Uint8Array> | undefined, i: number, field: string): void {
-  if (m === undefined || m === null) return w.branch(0);
-  w.branch(1);
-  if (m.size > 0) {
-    w.long(m.size);
-    for (const [k, x] of m) {
-      writeInt(w, k, i, field);
-      writeBytes(w, x, i, field);
+      value(w, x, i, field);
     }
   }
   w.branch(0);
@@ -462,12 +449,12 @@ export function compileEntryEncoder(avroSchema: any, v: number, ptype: StructTyp
     writeLong(w, f['record-count'], i, 'record_count');
     writeLong(w, f['file-size-in-bytes'], i, 'file_size_in_bytes');
     if (v1) w.long(V1_BLOCK_SIZE);
-    optLongMap(w, f['column-sizes'], i, 'column_sizes');
-    optLongMap(w, f['value-counts'], i, 'value_counts');
-    optLongMap(w, f['null-value-counts'], i, 'null_value_counts');
-    optLongMap(w, f['nan-value-counts'], i, 'nan_value_counts');
-    optBytesMap(w, f['lower-bounds'], i, 'lower_bounds');
-    optBytesMap(w, f['upper-bounds'], i, 'upper_bounds');
+    optIdMap(w, f['column-sizes'], i, 'column_sizes', writeLong);
+    optIdMap(w, f['value-counts'], i, 'value_counts', writeLong);
+    optIdMap(w, f['null-value-counts'], i, 'null_value_counts', writeLong);
+    optIdMap(w, f['nan-value-counts'], i, 'nan_value_counts', writeLong);
+    optIdMap(w, f['lower-bounds'], i, 'lower_bounds', writeBytes);
+    optIdMap(w, f['upper-bounds'], i, 'upper_bounds', writeBytes);
     optBytes(w, f['key-metadata'], i, 'key_metadata');
     optArray(w, f['split-offsets'], i, 'split_offsets', true);
     if (!v1) optArray(w, f['equality-ids'], i, 'equality_ids', false);

@@ -2,6 +2,7 @@ import { describe, expect, test } from 'vitest';
 import { decodeManifest, encodeManifest, encodeManifestGeneric, type EncodeManifestArgs } from '../../../src/format/iceberg/manifest.ts';
 import type { DataFile, ManifestEntry, PartitionSpec, Schema } from '../../../src/format/iceberg/types.ts';
 import { decodeWithAvsc } from './avsc-reader.ts';
+import { rng as mulberry32 } from '../expressions/random-filters.ts';
 
 /**
  * The compiled manifest-entry encoder (`encodeManifest`) against the generic one (avsc walking an
@@ -12,14 +13,7 @@ import { decodeWithAvsc } from './avsc-reader.ts';
 
 /** A small deterministic PRNG (mulberry32), so a failure names its seed. */
 function rng(seed: number) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const next = mulberry32(seed);
   const int = (lo: number, hi: number) => lo + Math.floor(next() * (hi - lo + 1));
   const pick = <T>(xs: readonly T[]): T => xs[int(0, xs.length - 1)]!;
   const chance = (p: number) => next() < p;

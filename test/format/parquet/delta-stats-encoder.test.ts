@@ -3,6 +3,7 @@ import { deltaStats, deltaStatsGeneric, type DeltaStatsInput } from '../../../sr
 import { toBinary } from '../../../src/format/iceberg/single-value.ts';
 import type { NestedField, StructType } from '../../../src/format/iceberg/types.ts';
 import { parseStats } from '../../../src/format/delta/stats.ts';
+import { rng as mulberry32 } from '../expressions/random-filters.ts';
 
 /**
  * The compiled Delta stats encoder (`deltaStats`) against the generic one that builds the objects
@@ -12,14 +13,7 @@ import { parseStats } from '../../../src/format/delta/stats.ts';
  */
 
 function rng(seed: number) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const next = mulberry32(seed);
   const int = (lo: number, hi: number) => lo + Math.floor(next() * (hi - lo + 1));
   const pick = <T>(xs: readonly T[]): T => xs[int(0, xs.length - 1)]!;
   return { next, int, pick, chance: (p: number) => next() < p, bytes: (n: number) => Uint8Array.from({ length: n }, () => int(0, 255)) };
