@@ -290,30 +290,21 @@ function writeBytes(w: AvroWriter, x: unknown, i: number, field: string): void {
   w.bytes(x);
 }
 
-// Optional fields (`["null", T]`): branch 0 when absent, else branch 1 and the value.
-function optInt(w: AvroWriter, x: unknown, i: number, field: string): void {
-  if (x === undefined || x === null) return w.branch(0);
-  w.branch(1);
-  writeInt(w, x, i, field);
+type FieldWriter = (w: AvroWriter, x: unknown, i: number, field: string) => void;
+
+/** An optional field (`["null", T]`): branch 0 when absent, else branch 1 and the value. */
+function optional(write: FieldWriter): FieldWriter {
+  return (w, x, i, field) => {
+    if (x === undefined || x === null) return w.branch(0);
+    w.branch(1);
+    write(w, x, i, field);
+  };
 }
 
-function optLong(w: AvroWriter, x: unknown, i: number, field: string): void {
-  if (x === undefined || x === null) return w.branch(0);
-  w.branch(1);
-  writeLong(w, x, i, field);
-}
-
-function optString(w: AvroWriter, x: unknown, i: number, field: string): void {
-  if (x === undefined || x === null) return w.branch(0);
-  w.branch(1);
-  writeString(w, x, i, field);
-}
-
-function optBytes(w: AvroWriter, x: unknown, i: number, field: string): void {
-  if (x === undefined || x === null) return w.branch(0);
-  w.branch(1);
-  writeBytes(w, x, i, field);
-}
+const optInt = optional(writeInt);
+const optLong = optional(writeLong);
+const optString = optional(writeString);
+const optBytes = optional(writeBytes);
 
 /** An Iceberg map keyed by field ID (an Avro array of key/value records, Appendix A), as one block. */
 function optIdMap<V>(w: AvroWriter, m: Map<number, V> | undefined, i: number, field: string, value: (w: AvroWriter, x: V, i: number, field: string) => void): void {
