@@ -1,6 +1,6 @@
 import { readFile, stat } from 'node:fs/promises';
 import { CommanderError, type Command } from 'commander';
-import { invalidInput, TwinlakeError, type ErrorKind } from '../core/errors.ts';
+import { invalidInput, type ErrorKind } from '../core/errors.ts';
 import { parseJson, stringifyJson } from '../core/json.ts';
 import { Lakehouse } from '../table/lakehouse.ts';
 import { resolveEngineSettings } from '../engine/engine-settings.ts';
@@ -10,7 +10,7 @@ import { parseTxnOption } from '../format/dual/write-txn.ts';
 import type { ReadOptions } from '../table/table.ts';
 import type { StructType } from '../format/iceberg/types.ts';
 import { formatTable, printAlter, printRegister, printDescription, printEngine, printFiles, printHistory, printTableSummaries, printVerify, printWriteResult, printMaintenance, printDueReport } from './format.ts';
-import { code as exitCode, exitCodeOf } from './exit-codes.ts';
+import { code as exitCode, exitCodeOfKind } from './exit-codes.ts';
 import { parseRowCount, runQuickstart } from './quickstart.ts';
 import { withProgress } from './progress.ts';
 import { repeatable } from './options.ts';
@@ -334,7 +334,7 @@ export function registerCommands(program: Command): void {
             process.stderr.write(`maintain: failed on ${failed.map((t) => t.table).join(', ')}\n`);
             // The first failure's code, as if it had been thrown (3 a bad setting, 6 storage, ...).
             const first = failed[0]!.error ?? failed[0]!.runs.find((r) => r.outcome === 'failed')!.error!;
-            process.exitCode = exitCodeOf(new TwinlakeError(first.kind as ErrorKind, first.message));
+            process.exitCode = exitCodeOfKind(first.kind as ErrorKind);
           }
         }, { readOnly: o.dryRun === true });
         return;

@@ -40,8 +40,13 @@ const COMMANDER_DONE = new Set(['commander.helpDisplayed', 'commander.version', 
 /** The exit code for anything thrown: Commander's parse errors are usage errors. */
 export function exitCodeOf(e: unknown): number {
   if (e instanceof CommanderError) return COMMANDER_DONE.has(e.code) ? 0 : code('usage');
-  if (e instanceof TwinlakeError) return code(BY_KIND[e.kind]);
+  if (e instanceof TwinlakeError) return exitCodeOfKind(e.kind);
   return code('failure');
+}
+
+/** The exit code of a failure known only by its kind (a run's recorded error). */
+export function exitCodeOfKind(kind: ErrorKind): number {
+  return code(BY_KIND[kind]);
 }
 
 /**

@@ -51,3 +51,17 @@ export function redact(text: string): string {
   for (const s of [...secrets].sort((a, b) => b.length - a.length)) out = out.split(s).join(REDACTED);
   return out;
 }
+
+/** A request URL as the log shows it: query values that may be secrets, and anything shaped like a token, as `***`. */
+export function redactUrl(url: string): string {
+  let decoded = url;
+  try {
+    // Decoded first: `postgresql%3A%2F%2Fu%3Apw%40host` hides a password from the patterns.
+    decoded = decodeURIComponent(url);
+  } catch {
+    // A malformed escape: logged as it came.
+  }
+  return redact(decoded)
+    .replace(/([?&][^=&]*(?:token|secret|password|key|sig)[^=&]*=)[^&]*/gi, `$1${REDACTED}`)
+    .replace(/tl[ka]_[A-Za-z0-9_-]+/g, REDACTED);
+}

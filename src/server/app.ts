@@ -6,13 +6,13 @@ import { TWINLAKE_VERSION } from '../format/dual/version.ts';
 import type { RouteAuthConfig, TokenService } from './auth-types.ts';
 import { authorize } from './auth.ts';
 import { errorBody, errorResponse } from './http-errors.ts';
-import { redact } from '../config/redact.ts';
+import { redactUrl } from '../config/redact.ts';
 import { openApiDocument, formatSchemaErrors, type RouteEntry } from './openapi.ts';
 import { managementRoutes, type ManagementOptions } from './management.ts';
 import { recordRoutes, DEFAULT_MAX_RECORD_BYTES } from './records.ts';
 import { TableIndex } from './table-index.ts';
 import { consoleRoutes } from './console.ts';
-import { MaintenanceScheduler, TableLocks } from './maintenance-scheduler.ts';
+import { MaintenanceScheduler, MaintenanceLocks } from './maintenance-scheduler.ts';
 import type { MaintenanceDefaults } from '../maintenance/schedule.ts';
 import type { Clock } from '../core/clock.ts';
 import { installLimits, limitError, limitOptions, resolveLimits, type ServerLimits } from './limits.ts';
@@ -60,20 +60,6 @@ declare module 'fastify' {
     /** Content types of a body the route streams itself (no body schema). */
     consumes?: string[];
   }
-}
-
-/** A request URL as the log shows it: query values that may be secrets, and anything shaped like a token, as `***`. */
-function redactUrl(url: string): string {
-  let decoded = url;
-  try {
-    // Decoded first: `postgresql%3A%2F%2Fu%3Apw%40host` hides a password from the patterns.
-    decoded = decodeURIComponent(url);
-  } catch {
-    // A malformed escape: logged as it came.
-  }
-  return redact(decoded)
-    .replace(/([?&][^=&]*(?:token|secret|password|key|sig)[^=&]*=)[^&]*/gi, '$1***')
-    .replace(/tl[ka]_[A-Za-z0-9_-]+/g, '***');
 }
 
 /**
@@ -165,7 +151,7 @@ export async function buildServer(opts: ServerOptions): Promise<FastifyInstance>
 
   const index = new TableIndex(opts.lake);
   // One maintenance run at a time per table, shared by the API's route and the background runs.
-  const locks = new TableLocks();
+  const locks = new MaintenanceLocks();
   const defaultsFor = opts.maintenance?.defaultsFor;
   await app.register(managementRoutes, { lake: opts.lake, catalogType: opts.catalogType, warehouseUri: opts.warehouseUri, index, locks, maintenanceDefaultsFor: defaultsFor });
   await app.register(consoleRoutes, { lake: opts.lake, index });

@@ -2,38 +2,18 @@ import { systemClock, type Clock } from '../core/clock.ts';
 import { redact } from '../config/redact.ts';
 import { duePlan, runDue, type DueRun, type MaintenanceDefaults } from '../maintenance/schedule.ts';
 import type { Lakehouse } from '../table/lakehouse.ts';
+import { KeyedLocks } from './keyed-locks.ts';
 
 /**
- * One maintenance run at a time per table, within this server: the background scheduler and the
- * API's maintenance route both run through `run`, so a manual run waits for a scheduled one on the
- * same table and the other way round. (Runs of other processes, a `twinlake maintain` beside the
- * server, are not seen here; maintenance commits through the one Transaction, so they still cannot
- * corrupt the table, only repeat work.)
+ * One maintenance run at a time per table (by name), within this server: the background scheduler
+ * and the API's maintenance route both run through `run`, so a manual run waits for a scheduled
+ * one on the same table and the other way round. (Runs of other processes, a `twinlake maintain`
+ * beside the server, are not seen here; maintenance commits through the one Transaction, so they
+ * still cannot corrupt the table, only repeat work.)
  */
-export class TableLocks {
-  private readonly tails = new Map<string, Promise<unknown>>();
-  private readonly active = new Map<string, number>();
-
-  /** A run is going on (or waiting) for the table. */
-  busy(table: string): boolean {
-    return (this.active.get(table) ?? 0) > 0;
-  }
-
-  /** Runs `fn` once every earlier run of the table has ended. */
-  async run<T>(table: string, fn: () => Promise<T>): Promise<T> {
-    this.active.set(table, (this.active.get(table) ?? 0) + 1);
-    const before = this.tails.get(table) ?? Promise.resolve();
-    const mine = before.then(fn, fn);
-    const tail = mine.catch(() => undefined);
-    this.tails.set(table, tail);
-    try {
-      return await mine;
-    } finally {
-      const left = this.active.get(table)! - 1;
-      if (left === 0) this.active.delete(table);
-      else this.active.set(table, left);
-      if (this.tails.get(table) === tail) this.tails.delete(table);
-    }
+export class MaintenanceLocks extends KeyedLocks<string> {
+  constructor() {
+    super((name) => name);
   }
 }
 
@@ -44,7 +24,7 @@ export interface SchedulerLog {
 
 export interface SchedulerOptions {
   lake: Lakehouse;
-  locks: TableLocks;
+  locks: MaintenanceLocks;
   /** The config's maintenance settings of a table (retention, target, schedules). */
   defaultsFor?: (name: string) => MaintenanceDefaults;
   /** How often the tables are looked at (ms; default a minute). */
@@ -86,7 +66,7 @@ export class MaintenanceScheduler {
   }
 
   /** The per-table runs this scheduler shares with the API's maintenance route. */
-  get locks(): TableLocks {
+  get locks(): MaintenanceLocks {
     return this.opts.locks;
   }
 

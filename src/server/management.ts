@@ -14,7 +14,7 @@ import { HttpError } from './http-errors.ts';
 import { MAINTENANCE_OPERATIONS, type MaintenanceOperation } from '../maintenance/maintain.ts';
 import { parseDuration } from '../config/config-keys.ts';
 import { TableIndex } from './table-index.ts';
-import { TableLocks } from './maintenance-scheduler.ts';
+import { MaintenanceLocks } from './maintenance-scheduler.ts';
 import { listRuns, runAndLog } from '../maintenance/run-log.ts';
 import { configuredOptions, type MaintenanceDefaults } from '../maintenance/schedule.ts';
 
@@ -26,7 +26,7 @@ export interface ManagementOptions {
   warehouseUri?: string;
   index?: TableIndex;
   /** One maintenance run at a time per table (shared with the background scheduler). */
-  locks?: TableLocks;
+  locks?: MaintenanceLocks;
   /** The config's maintenance settings of a table: retention and target below the table's own properties. */
   maintenanceDefaultsFor?: (name: string) => MaintenanceDefaults;
 }
@@ -154,7 +154,7 @@ export function travelOf(q: { snapshot?: string; version?: number; asOf?: string
 export const managementRoutes: FastifyPluginAsync<ManagementOptions> = async (app, opts) => {
   const { lake } = opts;
   const index = opts.index ?? new TableIndex(lake);
-  const locks = opts.locks ?? new TableLocks();
+  const locks = opts.locks ?? new MaintenanceLocks();
   const catalogType = opts.catalogType ?? 'sql';
   const base = '/api/managed-lakehouse/tables';
 

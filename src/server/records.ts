@@ -30,10 +30,6 @@ function tooLarge(max: number): HttpError {
 }
 
 /**
- * Copies a request body to `path` as it arrives, never holding it whole; past `max` bytes it
- * stops with 413 (and the rest of the body is read and dropped, so the client gets the answer).
- */
-/**
  * The library names the input file; the client sent a body, and the server's spool folder is none
  * of its business: an error about the spooled file speaks of the request body instead.
  */
@@ -44,6 +40,10 @@ function inTermsOfTheBody(e: unknown, path: string): unknown {
   return new TwinlakeError(e.kind, message, context, { cause: e, retryable: e.retryable });
 }
 
+/**
+ * Copies a request body to `path` as it arrives, never holding it whole; past `max` bytes it
+ * stops with 413 (and the rest of the body is read and dropped, so the client gets the answer).
+ */
 async function spool(body: Readable, path: string, max: number): Promise<number> {
   let bytes = 0;
   const limit = new Transform({

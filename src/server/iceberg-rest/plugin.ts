@@ -89,8 +89,7 @@ export async function icebergRestPlugin(app: FastifyInstance, opts: IcebergRestO
 
   // What fails before a handler runs (a body that is not JSON) gets the spec's error body too.
   app.setErrorHandler((raw: unknown, req, reply) => {
-    const limited = app.serverLimits ? limitError(raw, app.serverLimits) : raw;
-    const e = limited;
+    const e = app.serverLimits ? limitError(raw, app.serverLimits) : raw;
     const status = (e as { statusCode?: number }).statusCode;
     const err = e instanceof HttpError
       ? restError(e.status, e.type, `iceberg rest: ${e.message}`)

@@ -19,6 +19,7 @@ import { checkPlacement } from '../../table/table-placement.ts';
 import { checkpointIfDue, commitDelta } from '../../table/delta/delta-sync.ts';
 import type { TableContext } from '../../table/table-context.ts';
 import type { Lakehouse } from '../../table/lakehouse.ts';
+import { KeyedLocks } from '../keyed-locks.ts';
 
 /**
  * The REST catalog's writes, through the one commit path: a commit is a Transaction of one raw
@@ -42,33 +43,11 @@ export function restTableContext(lake: Lakehouse, ident: TableIdentifier, warn: 
 
 /**
  * Commits through this server are serialized per table, and a multi-table transaction holds the
- * locks of all its tables (taken in name order, so two transactions cannot deadlock).
+ * locks of all its tables (KeyedLocks takes them in name order, so two transactions cannot deadlock).
  */
-export class TableLocks {
-  private readonly tails = new Map<string, Promise<void>>();
-
-  async with<T>(idents: readonly TableIdentifier[], f: () => Promise<T>): Promise<T> {
-    const keys = [...new Set(idents.map((i) => JSON.stringify([...i.namespace, i.name])))].sort();
-    const releases: (() => void)[] = [];
-    try {
-      for (const key of keys) releases.push(await this.acquire(key));
-      return await f();
-    } finally {
-      for (const release of releases.reverse()) release();
-    }
-  }
-
-  private async acquire(key: string): Promise<() => void> {
-    const previous = this.tails.get(key) ?? Promise.resolve();
-    let release!: () => void;
-    const mine = new Promise<void>((r) => (release = r));
-    const tail = previous.then(() => mine);
-    this.tails.set(key, tail);
-    await previous;
-    return () => {
-      release();
-      if (this.tails.get(key) === tail) this.tails.delete(key);
-    };
+export class TableLocks extends KeyedLocks<TableIdentifier> {
+  constructor() {
+    super((i) => JSON.stringify([...i.namespace, i.name]));
   }
 }
 
