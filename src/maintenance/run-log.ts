@@ -100,6 +100,34 @@ export async function listRuns(table: Table, opts: { limit?: number; operations?
   return out;
 }
 
+/**
+ * The runs that committed the given snapshots (compaction's), found by reading the log newest
+ * first from the last run that started before the newest of them: a run starts before the
+ * snapshot it commits, so later runs are never read, and reading stops once every snapshot is
+ * found (a snapshot whose run was never logged costs a read of the older runs, at most `limit`).
+ */
+export async function runsOfSnapshots(table: Table, snapshots: readonly { id: string; timestampMs: number }[], limit = MAX_RUNS_SEARCHED): Promise<Map<string, MaintenanceRun>> {
+  const out = new Map<string, MaintenanceRun>();
+  if (snapshots.length === 0) return out;
+  const wanted = new Set(snapshots.map((s) => s.id));
+  const newest = Math.max(...snapshots.map((s) => s.timestampMs));
+  const { store, prefix } = await logPlace(table);
+  const starts = (await runStarts(table)).filter((r) => r.startedMs <= newest && COMMITTING.has(r.operation)).reverse().slice(0, limit);
+  for (const s of starts) {
+    if (wanted.size === 0) break;
+    const path = `${prefix}${s.id}.json`;
+    const run = parseJson(new TextDecoder().decode(await store.get(path)), path) as MaintenanceRun;
+    if (run.snapshotId !== undefined && wanted.delete(run.snapshotId)) out.set(run.snapshotId, run);
+  }
+  return out;
+}
+
+/** The runs a search for snapshots reads at most. */
+const MAX_RUNS_SEARCHED = 1000;
+
+/** The operations whose runs commit a snapshot of their own. */
+const COMMITTING = new Set(['compaction', 'full_maintenance']);
+
 /** Writes one run's entry; create-only, so an entry is never rewritten. */
 export async function recordRun(table: Table, run: MaintenanceRun): Promise<void> {
   const { store, prefix } = await logPlace(table);

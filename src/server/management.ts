@@ -15,7 +15,7 @@ import { MAINTENANCE_OPERATIONS, type MaintenanceOperation } from '../maintenanc
 import { parseDuration } from '../config/config-keys.ts';
 import { TableIndex } from './table-index.ts';
 import { MaintenanceLocks } from './maintenance-scheduler.ts';
-import { listRuns, runAndLog } from '../maintenance/run-log.ts';
+import { listRuns, runAndLog, runsOfSnapshots } from '../maintenance/run-log.ts';
 import { configuredOptions, type MaintenanceDefaults } from '../maintenance/schedule.ts';
 
 export interface ManagementOptions {
@@ -267,13 +267,13 @@ export const managementRoutes: FastifyPluginAsync<ManagementOptions> = async (ap
     const start = cursor === undefined ? 0 : chain.findIndex((s) => String(s['snapshot-id']) === cursor);
     if (start < 0) throw new HttpError(400, `query: cursor ${cursor} is not a commit of this table`);
     const delta = d.formats.includes('delta');
-    // Commits a maintenance run made, by the run log: shown as that operation's.
+    const page = chain.slice(start, start + limit);
+    // Commits a maintenance run made (compaction's), by the run log: shown as that operation's.
+    const compactions = page.filter((s) => s.summary[OPERATION_KEY] === 'compaction').map((s) => ({ id: String(s['snapshot-id']), timestampMs: s['timestamp-ms'] }));
     const byMaintenance = new Map<string, { operation: string; runId: string }>();
-    for (const r of await listRuns(table, { limit: 1000, operations: ['compaction', 'full_maintenance'] })) {
-      if (r.snapshotId !== undefined) byMaintenance.set(r.snapshotId, { operation: r.operation, runId: r.id });
-    }
+    for (const [id, r] of await runsOfSnapshots(table, compactions)) byMaintenance.set(id, { operation: r.operation, runId: r.id });
     const commits = [];
-    for (const s of chain.slice(start, start + limit)) {
+    for (const s of page) {
       const id = s['snapshot-id'];
       let deltaVersion: number | undefined;
       if (delta) {
