@@ -120,23 +120,31 @@ export interface DueReport extends Partial<DuePlan> {
   error?: { kind: string; message: string };
 }
 
+/** One table as a look at the lakehouse finds it: its due plan, or why its schedule could not be read. */
+export type DueTable = { name: string; table: Table; defaults: MaintenanceDefaults } & ({ plan: DuePlan } | { error: { kind: string; message: string } });
+
+/** Each table of the lakehouse in turn, with what is due on it now (the one walk `maintain --due` and the server's scheduler share). */
+export async function* dueTables(lake: Lakehouse, defaultsFor: (name: string) => MaintenanceDefaults, clock: Clock): AsyncGenerator<DueTable> {
+  for (const name of await lake.listTables()) {
+    const table = lake.table(name);
+    const defaults = defaultsFor(name);
+    try {
+      yield { name, table, defaults, plan: await duePlan(table, defaults, clock.nowMs()) };
+    } catch (e) {
+      yield { name, table, defaults, error: { kind: isTwinlakeError(e) ? e.kind : 'internal', message: (e as Error).message } };
+    }
+  }
+}
+
 /**
  * Every table of the lakehouse: its due operations run (or, with dryRun, only listed), one table
  * after another (`twinlake maintain --all --due`). A table that fails does not stop the others.
  */
 export async function maintainDue(lake: Lakehouse, defaultsFor: (name: string) => MaintenanceDefaults, opts: { dryRun?: boolean; clock: Clock }): Promise<DueReport[]> {
   const out: DueReport[] = [];
-  for (const name of await lake.listTables()) {
-    const table = lake.table(name);
-    const defaults = defaultsFor(name);
-    let plan: DuePlan;
-    try {
-      plan = await duePlan(table, defaults, opts.clock.nowMs());
-    } catch (e) {
-      out.push({ table: name, runs: [], error: { kind: isTwinlakeError(e) ? e.kind : 'internal', message: (e as Error).message } });
-      continue;
-    }
-    out.push({ ...plan, runs: opts.dryRun ? [] : await runDue(table, plan, defaults) });
+  for await (const t of dueTables(lake, defaultsFor, opts.clock)) {
+    if ('error' in t) out.push({ table: t.name, runs: [], error: t.error });
+    else out.push({ ...t.plan, runs: opts.dryRun ? [] : await runDue(t.table, t.plan, t.defaults) });
   }
   return out;
 }

@@ -1,6 +1,6 @@
 import { systemClock, type Clock } from '../core/clock.ts';
 import { redact } from '../config/redact.ts';
-import { duePlan, runDue, type DueRun, type MaintenanceDefaults } from '../maintenance/schedule.ts';
+import { duePlan, dueTables, runDue, type DueRun, type MaintenanceDefaults } from '../maintenance/schedule.ts';
 import type { Lakehouse } from '../table/lakehouse.ts';
 import { KeyedLocks } from './keyed-locks.ts';
 
@@ -107,18 +107,21 @@ export class MaintenanceScheduler {
 
   private async lookAtTables(report: TickReport): Promise<TickReport> {
     const { lake, locks, log } = this.opts;
-    for (const name of await lake.listTables()) {
+    for await (const t of dueTables(lake, (name) => this.opts.defaultsFor?.(name) ?? {}, this.clock)) {
       if (this.stopping) break;
-      const table = lake.table(name);
-      const defaults = this.opts.defaultsFor?.(name) ?? {};
+      const { name, table, defaults } = t;
+      if ('error' in t) {
+        report.failed.push({ table: name, message: t.error.message });
+        log?.error({ table: name, error: { message: redact(t.error.message) } }, 'maintenance: could not read the table\'s schedule');
+        continue;
+      }
+      if (t.plan.due.length === 0) continue;
+      if (locks.busy(name)) {
+        report.waited.push(name);
+        log?.info({ table: name, due: t.plan.due }, 'maintenance: due, waiting for the run in progress');
+        continue;
+      }
       try {
-        const plan = await duePlan(table, defaults, this.clock.nowMs());
-        if (plan.due.length === 0) continue;
-        if (locks.busy(name)) {
-          report.waited.push(name);
-          log?.info({ table: name, due: plan.due }, 'maintenance: due, waiting for the run in progress');
-          continue;
-        }
         const runs = await locks.run(name, async () => {
           // Looked at again under the lock: a run that just ended may have done it.
           const fresh = await duePlan(table, defaults, this.clock.nowMs());
