@@ -33,15 +33,17 @@ export async function checkPlacement(ctx: Pick<TableContext, 'catalog' | 'deltaR
       );
     }
   }
+  // Delta-only tables are in the registry, not the catalog: listed once for every check below.
+  const deltaTables = (await ctx.deltaRegistry?.list()) ?? [];
   // A table whose folder holds the new one: some shorter prefix of its levels.
   for (let k = 1; k < levels.length - 1; k++) {
     const outer: TableIdentifier = { namespace: levels.slice(0, k), name: levels[k]! };
-    if (await exists(ctx, outer)) throw nested(name, identString(outer), 'inside');
+    if (deltaTables.some((t) => sameLevels(t, outer)) || (await ctx.catalog.tableExists(outer))) throw nested(name, identString(outer), 'inside');
   }
   // Tables below the new one's folder: in the namespace named by all its levels, or deeper.
-  const inner = await firstTableUnder(ctx, levels);
+  const inner = await firstTableUnder(ctx, deltaTables, levels);
   if (inner) throw nested(name, inner, 'around');
-  const twin = await caseTwin(ctx, levels);
+  const twin = await caseTwin(ctx, deltaTables, levels);
   if (twin) {
     throw invalidInput(
       `table ${name}: its name differs from table ${twin}'s only in case, and on a case-insensitive file system (macOS, Windows) the two would share one folder, ` +
@@ -57,10 +59,10 @@ function fold(s: string): string {
 }
 
 /** Another table whose levels equal these but for case: the one whose folder these would alias. */
-async function caseTwin(ctx: Pick<TableContext, 'catalog' | 'deltaRegistry'>, levels: string[]): Promise<string | undefined> {
+async function caseTwin(ctx: Pick<TableContext, 'catalog'>, deltaTables: readonly TableIdentifier[], levels: string[]): Promise<string | undefined> {
   const same = (a: string[], b: string[]) => a.length === b.length && a.every((l, i) => fold(l) === fold(b[i]!));
   const exact = (a: string[], b: string[]) => a.length === b.length && a.every((l, i) => l === b[i]);
-  for (const t of (await ctx.deltaRegistry?.list()) ?? []) {
+  for (const t of deltaTables) {
     const other = [...t.namespace, t.name];
     if (same(other, levels) && !exact(other, levels)) return identString(t);
   }
@@ -84,12 +86,12 @@ async function caseTwin(ctx: Pick<TableContext, 'catalog' | 'deltaRegistry'>, le
   return undefined;
 }
 
-async function exists(ctx: Pick<TableContext, 'catalog' | 'deltaRegistry'>, id: TableIdentifier): Promise<boolean> {
-  return (await ctx.deltaRegistry?.location(id)) !== undefined || (await ctx.catalog.tableExists(id));
+function sameLevels(a: TableIdentifier, b: TableIdentifier): boolean {
+  return a.name === b.name && a.namespace.length === b.namespace.length && a.namespace.every((l, i) => l === b.namespace[i]);
 }
 
-async function firstTableUnder(ctx: Pick<TableContext, 'catalog' | 'deltaRegistry'>, namespace: string[]): Promise<string | undefined> {
-  for (const t of (await ctx.deltaRegistry?.list()) ?? []) {
+async function firstTableUnder(ctx: Pick<TableContext, 'catalog'>, deltaTables: readonly TableIdentifier[], namespace: string[]): Promise<string | undefined> {
+  for (const t of deltaTables) {
     if (t.namespace.length >= namespace.length && namespace.every((l, i) => t.namespace[i] === l)) return identString(t);
   }
   if (!(await ctx.catalog.namespaceExists(namespace))) return undefined;
