@@ -91,14 +91,27 @@ export function installLimits(app: FastifyInstance, limits: ServerLimits): void 
     }
   });
 
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
-    if (body === '') return done(new HttpError(400, 'request body: expected JSON, found an empty body'), undefined);
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, jsonBodyParser('request body'));
+}
+
+/**
+ * The server's one JSON body parser (64-bit IDs kept exact; a fault answered 400 with line and
+ * column). `allowEmpty`: an empty body is no body, for routes that may have none (the REST catalog's
+ * bodiless POSTs); elsewhere an empty body is refused.
+ */
+export function jsonBodyParser(source: string, opts: { allowEmpty?: boolean } = {}) {
+  return (_request: unknown, body: string | Buffer, done: (err: Error | null, body?: unknown) => void): void => {
+    const text = String(body);
+    if (text.trim() === '') {
+      if (opts.allowEmpty) return done(null, undefined);
+      return done(new HttpError(400, `${source}: expected JSON, found an empty body`), undefined);
+    }
     try {
-      done(null, parseJson(body as string, 'request body'));
+      done(null, parseJson(text, source));
     } catch (e) {
       done(new HttpError(400, e instanceof Error ? e.message : String(e)), undefined);
     }
-  });
+  };
 }
 
 /** The error a limit or the body parser raised, worded with the limit; anything else as it is. */

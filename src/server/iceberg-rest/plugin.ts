@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { invalidInput, isTwinlakeError, notFound } from '../../core/errors.ts';
 import { isJsonObject, stringifyJson } from '../../core/json.ts';
 import { checkNamespace, checkTableIdentifier, formatTableIdentifier, type Catalog, type TableCommit, type TableIdentifier } from '../../catalog/catalog.ts';
-import { decodeNamespace, parseBody } from '../../catalog/rest-wire.ts';
+import { decodeNamespace } from '../../catalog/rest-wire.ts';
 import { tableMetadataToJson } from '../../format/iceberg/table-metadata.ts';
 import type { TableMetadata } from '../../format/iceberg/types.ts';
 import { requirementFromJson, updateFromJson } from '../../format/iceberg/updates.ts';
@@ -13,7 +13,7 @@ import { commitRestTable, commitRestTransaction, createRestTable, newTableFromRe
 import { errorBody, restError, toRestError, type RouteKind } from './rest-errors.ts';
 import { relativeTo } from '../../core/uri.ts';
 import { HttpError } from '../http-errors.ts';
-import { limitError } from '../limits.ts';
+import { jsonBodyParser, limitError } from '../limits.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig extends RouteAuthConfig {}
@@ -76,13 +76,7 @@ export async function icebergRestPlugin(app: FastifyInstance, opts: IcebergRestO
 
   // Bodies keep 64-bit snapshot IDs exact; form bodies are the OAuth token request's.
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
-    try {
-      done(null, parseBody(body as string, 'iceberg rest: request'));
-    } catch (e) {
-      done(e as Error, undefined);
-    }
-  });
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, jsonBodyParser('request body', { allowEmpty: true }));
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => {
     done(null, Object.fromEntries(new URLSearchParams(body as string)));
   });
