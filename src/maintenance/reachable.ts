@@ -3,8 +3,8 @@ import type { Action } from '../format/delta/actions.ts';
 import { parseLogFileName } from '../format/delta/actions.ts';
 import { checkpointSidecars } from '../format/delta/checkpoint.ts';
 import { deletionVectorLocation } from '../format/delta/deletion-vector.ts';
-import type { TableMetadata } from '../format/iceberg/types.ts';
 import { tableFormats } from '../format/dual/table-properties.ts';
+import { EntryStatus, type TableMetadata } from '../format/iceberg/types.ts';
 import type { FileIO } from '../io/file-io.ts';
 import { readManifestEntries, readManifestList } from '../table/commit/manifest-io.ts';
 import { dataFileUri, decodeCheckpoint, deltaLogFiles, readCommit } from '../table/delta/delta-log.ts';
@@ -96,10 +96,12 @@ async function icebergReachable(io: FileIO, metadata: TableMetadata, metadataLoc
       add(path, 'manifest');
       if (seen.has(path)) continue;
       seen.add(path);
-      // Entries marked deleted still count: the snapshot that deleted them is retained, and its
-      // parent (which may be retained too) still reads them. Keeping them costs a file; dropping
-      // one a retained snapshot reads breaks time travel.
+      // An entry marked deleted is no file of its snapshot (iceberg-spec.md §Manifests, the entry
+      // status): a retained snapshot that still reads the file lists it as added or existing in a
+      // manifest of its own, so only live entries are references. (Counting deleted entries kept a
+      // compacted-away file for as long as any later snapshot carried the manifest that deleted it.)
       for (const e of await readManifestEntries(io, manifest, metadata)) {
+        if (e.status === EntryStatus.Deleted) continue;
         const f = e['data-file'];
         const kind: ReachableKind = f.content === 0 ? 'data' : f['file-format'] === 'PUFFIN' ? 'puffin' : 'delete';
         add(f['file-path'], kind);
@@ -112,16 +114,20 @@ async function deltaReachable(io: FileIO, location: string, add: (uri: string, k
   const { store, key } = io.storeAt(location);
   const logUri = `${location}/_delta_log/`;
   const names = await deltaLogFiles(store, key);
+  // A file a retained version reads is an `add` of a commit or checkpoint in the log (a version is
+  // only readable from a checkpoint or commits the log still holds, and those name its files). A
+  // `remove` is no reference: it marks the version after which the file is gone. Readers of older
+  // versions are protected as Iceberg's are, by snapshot retention and the cleanup's safety window
+  // (checkpoints keep no tombstones either: format/delta/checkpoint.ts, DESIGN.md §1).
   const onActions = (actions: Action[]) => {
     for (const a of actions) {
-      const file = 'add' in a ? a.add : 'remove' in a ? a.remove : undefined;
-      if (!file) {
-        if ('cdc' in a) add(dataFileUri(location, (a as { cdc: { path: string } }).cdc.path), 'data');
-        continue;
+      if ('add' in a) {
+        add(dataFileUri(location, a.add.path), 'data');
+        const dv = a.add.deletionVector ? deletionVectorLocation(a.add.deletionVector, location) : undefined;
+        if (dv) add(dv, 'deletion-vector');
+      } else if ('cdc' in a) {
+        add(dataFileUri(location, (a as { cdc: { path: string } }).cdc.path), 'data');
       }
-      add(dataFileUri(location, file.path), 'data');
-      const dv = file.deletionVector ? deletionVectorLocation(file.deletionVector, location) : undefined;
-      if (dv) add(dv, 'deletion-vector');
     }
   };
   for (const name of [...names.keys()].sort()) {
