@@ -133,11 +133,20 @@ export class LocalStore implements ObjectStore {
     return created;
   }
 
-  async *list(prefix: string): AsyncIterable<ObjectMeta> {
+  list(prefix: string): AsyncIterable<ObjectMeta> {
+    return this.listWhere(prefix, false);
+  }
+
+  /** The temporary files of writes that never moved them into place (a killed writer's). */
+  listTemporary(prefix: string): AsyncIterable<ObjectMeta> {
+    return this.listWhere(prefix, true);
+  }
+
+  private async *listWhere(prefix: string, temporary: boolean): AsyncIterable<ObjectMeta> {
     checkPrefix('local store', prefix);
     const slash = prefix.lastIndexOf('/');
     const out: ObjectMeta[] = [];
-    await this.walk(slash < 0 ? '' : prefix.slice(0, slash), prefix, out);
+    await this.walk(slash < 0 ? '' : prefix.slice(0, slash), prefix, temporary, out);
     out.sort((a, b) => compareKeys(a.path, b.path));
     yield* out;
   }
@@ -153,7 +162,7 @@ export class LocalStore implements ObjectStore {
     }
   }
 
-  private async walk(dirKey: string, prefix: string, out: ObjectMeta[]): Promise<void> {
+  private async walk(dirKey: string, prefix: string, temporary: boolean, out: ObjectMeta[]): Promise<void> {
     const dir = dirKey === '' ? this.rootDir : nodePath.join(this.rootDir, dirKey);
     let entries;
     try {
@@ -167,10 +176,10 @@ export class LocalStore implements ObjectStore {
         const key = dirKey === '' ? entry.name : `${dirKey}/${entry.name}`;
         if (entry.isDirectory()) {
           const asDir = key + '/';
-          if (asDir.startsWith(prefix) || prefix.startsWith(asDir)) await this.walk(key, prefix, out);
+          if (asDir.startsWith(prefix) || prefix.startsWith(asDir)) await this.walk(key, prefix, temporary, out);
           return;
         }
-        if (!key.startsWith(prefix) || isTempName(entry.name)) return;
+        if (!key.startsWith(prefix) || isTempName(entry.name) !== temporary) return;
         try {
           const st = await fs.stat(nodePath.join(dir, entry.name));
           if (st.isFile()) out.push({ path: key, size: st.size, modified: Math.floor(st.mtimeMs) });

@@ -35,6 +35,12 @@ export interface ObjectStore {
   /** Every object whose path starts with `prefix`, sorted by path. */
   list(prefix: string): AsyncIterable<ObjectMeta>;
   /**
+   * Optional: the store's own unfinished writes under `prefix` — temporary files a writer makes
+   * before moving them into place, which `list` never shows (they are no objects) and which a
+   * killed writer leaves behind. Only orphan cleanup looks at them; stores without any omit it.
+   */
+  listTemporary?(prefix: string): AsyncIterable<ObjectMeta>;
+  /**
    * Optional: stores a finished local file under `path`, as put would store its bytes (a reader
    * never sees part of it), and may consume the local file (move it rather than copy). Without
    * it, FileIO.putFile reads the file and puts its bytes.

@@ -122,6 +122,11 @@ export class RetryingStore implements ObjectStore {
     return this.retry(() => this.inner.delete(path));
   }
 
+  get listTemporary(): ObjectStore['listTemporary'] {
+    const inner = this.inner;
+    return inner.listTemporary && ((prefix) => inner.listTemporary!(prefix));
+  }
+
   get putFile(): ObjectStore['putFile'] {
     const inner = this.inner;
     return inner.putFile && ((path, localFile) => this.retry(() => inner.putFile!(path, localFile)));

@@ -111,7 +111,7 @@ export async function deleteListed<K extends string>(
 
 /**
  * Every file below the table's location that nothing retained references, whatever its age, with
- * its kind and why it may go. Never a `_delta_log/` file (the log's retention is snapshot
+ * its kind and why it may go. Never a `_delta_log/` file but a stale `.tmp` (the log's retention is snapshot
  * expiry's and metadata cleanup's), never the current metadata file or the version hint, never a
  * file of a table nested below this one.
  */
@@ -126,7 +126,8 @@ export async function unreferencedFiles(table: Table, reachable: ReachableFiles)
   const listed: { path: string; size: number; modified: number }[] = [];
   const nested = new Set<string>();
   // The trailing slash keeps a sibling whose name starts with this one's (`events` and `events_v2`) out.
-  for await (const o of store.list(prefix)) {
+  const temporary = store.listTemporary?.(prefix) ?? [];
+  for await (const o of concatAsync(store.list(prefix), temporary)) {
     const path = o.path.slice(prefix.length);
     if (path === '' || !o.path.startsWith(prefix)) continue;
     const root = nestedTableRoot(path);
@@ -139,7 +140,8 @@ export async function unreferencedFiles(table: Table, reachable: ReachableFiles)
   const files: OrphanFile[] = [];
   for (const o of listed) {
     if (keep.has(o.path)) continue;
-    if (o.path.startsWith('_delta_log/') || o.path.startsWith(TWINLAKE_FOLDER)) continue;
+    // A write that never moved into place is no log or Twinlake file, wherever it lies.
+    if ((o.path.startsWith('_delta_log/') || o.path.startsWith(TWINLAKE_FOLDER)) && !o.path.endsWith('.tmp')) continue;
     if (nestedTables.some((n) => o.path.startsWith(n))) continue;
     if (o.path === 'metadata/version-hint.text') continue;
     const { kind, reason } = classify(o.path, currentVersion);
@@ -164,8 +166,8 @@ function nestedTableRoot(path: string): string | undefined {
 }
 
 /**
- * What an unreferenced file is, by its name and folder. A local store never lists its own
- * half-written temporary files (they are not objects); a `.tmp` another writer left is listed.
+ * What an unreferenced file is, by its name and folder. A `.tmp` is a write that never moved into
+ * place: another writer's, or the store's own (listTemporary), a killed writer's.
  */
 function classify(path: string, currentVersion: number | undefined): { kind: OrphanKind; reason: string } {
   const name = path.slice(path.lastIndexOf('/') + 1);
@@ -185,4 +187,8 @@ function classify(path: string, currentVersion: number | undefined): { kind: Orp
   if (name.endsWith('.puffin')) return { kind: 'puffin', reason: 'puffin deletion vectors no retained snapshot references' };
   if (name.endsWith('.parquet')) return { kind: 'data', reason: 'data file no retained snapshot or version references (a stray file or a write that never committed)' };
   return { kind: 'other', reason: 'file no retained snapshot or version references' };
+}
+
+async function* concatAsync<T>(...sources: (AsyncIterable<T> | Iterable<T>)[]): AsyncIterable<T> {
+  for (const s of sources) yield* s;
 }
