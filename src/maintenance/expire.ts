@@ -2,7 +2,7 @@ import { invalidInput, unsupported } from '../core/errors.ts';
 import { checkpointPath, parseLogFileName } from '../format/delta/actions.ts';
 import { ancestors } from '../format/iceberg/table-metadata.ts';
 import type { TableMetadata } from '../format/iceberg/types.ts';
-import { tableFormats } from '../format/dual/table-properties.ts';
+import { deltaIntervalMs, Props, tableFormats } from '../format/dual/table-properties.ts';
 import { committedOrThrow, Transaction } from '../table/commit/transaction.ts';
 import { expireSnapshots as expireSnapshotsAction } from '../table/commit/table-actions.ts';
 import { writeDeltaCheckpoint } from '../table/delta/delta-checkpoint.ts';
@@ -14,7 +14,7 @@ import { identString } from '../table/table-context.ts';
 export const DEFAULT_SNAPSHOT_RETENTION_MS = 7 * 86400e3;
 const MAX_AGE_KEY = 'history.expire.max-snapshot-age-ms';
 const MIN_KEEP_KEY = 'history.expire.min-snapshots-to-keep';
-const LOG_RETENTION_KEY = 'delta.logRetentionDuration';
+const LOG_RETENTION_KEY = Props.deltaLogRetention;
 
 export interface ExpireOptions {
   /** Snapshots younger than this (ms) are kept; default the table's `history.expire.max-snapshot-age-ms`, else 7 days. */
@@ -188,7 +188,7 @@ function retentionOf(metadata: TableMetadata, option: number | undefined): Pick<
   let retentionSource: ExpireResult['retentionSource'] = option !== undefined ? 'option' : prop !== undefined ? MAX_AGE_KEY : 'default';
   const log = metadata.properties[LOG_RETENTION_KEY];
   if (log !== undefined) {
-    const logMs = parseInterval(log);
+    const logMs = deltaIntervalMs(log, LOG_RETENTION_KEY);
     if (logMs > retentionMs) {
       retentionMs = logMs;
       retentionSource = LOG_RETENTION_KEY;
@@ -201,15 +201,6 @@ function positiveInt(value: string | undefined, key: string): number | undefined
   if (value === undefined) return undefined;
   if (!/^\d+$/.test(value.trim()) || Number(value) < 1) throw invalidInput(`maintenance: table property ${key} expects a positive integer, found ${JSON.stringify(value)}`);
   return Number(value);
-}
-
-const INTERVAL_UNITS: Record<string, number> = { millisecond: 1, second: 1e3, minute: 60e3, hour: 3600e3, day: 86400e3, week: 7 * 86400e3 };
-
-/** A Delta interval property: `interval 30 days` (the unit singular or plural, `interval` optional). */
-export function parseInterval(text: string): number {
-  const m = /^\s*(?:interval\s+)?(\d+)\s+(millisecond|second|minute|hour|day|week)s?\s*$/i.exec(text);
-  if (!m) throw invalidInput(`maintenance: table property ${LOG_RETENTION_KEY} expects an interval such as "interval 30 days", found ${JSON.stringify(text)}`);
-  return Number(m[1]) * INTERVAL_UNITS[m[2]!.toLowerCase()]!;
 }
 
 /** The snapshots the retention policy keeps, with why (iceberg-spec.md §Snapshot Retention Policy). */

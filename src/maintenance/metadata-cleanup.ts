@@ -1,5 +1,6 @@
 import { checkpointPath, parseLogFileName } from '../format/delta/actions.ts';
 import { parseLastCheckpoint } from '../format/delta/checkpoint.ts';
+import { deltaIntervalMs, Props } from '../format/dual/table-properties.ts';
 import { deltaLogFiles } from '../table/delta/delta-log.ts';
 import { versionOf } from '../table/read/metadata-locator.ts';
 import type { Table } from '../table/table.ts';
@@ -80,7 +81,7 @@ export async function cleanMetadata(table: Table, opts: CleanMetadataOptions = {
     }
   }
 
-  if (reachable.delta) files.push(...(await supersededCheckpoints(table, reachable.location, now, metadata?.properties['delta.logRetentionDuration'])));
+  if (reachable.delta) files.push(...(await supersededCheckpoints(table, reachable.location, now, metadata?.properties[Props.deltaLogRetention])));
 
   files.sort((a, b) => ORDER.indexOf(a.kind) - ORDER.indexOf(b.kind) || a.path.localeCompare(b.path));
   return { table: table.name, dryRun: opts.dryRun === true, files, ...(await deleteListed(table, reachable.location, files, opts.dryRun === true)) };
@@ -111,7 +112,7 @@ async function supersededCheckpoints(table: Table, location: string, now: number
       // An unreadable hint names nothing; the newest checkpoint is kept regardless.
     }
   }
-  const retentionMs = parseInterval(retention) ?? DEFAULT_LOG_RETENTION_MS;
+  const retentionMs = retention === undefined ? DEFAULT_LOG_RETENTION_MS : deltaIntervalMs(retention, Props.deltaLogRetention);
   const versions = [...checkpoints.keys()].sort((a, b) => a - b);
   let fromZero = -1; // commits 0..fromZero are all in the log
   while (commits.has(fromZero + 1)) fromZero++;
@@ -130,16 +131,6 @@ async function supersededCheckpoints(table: Table, location: string, now: number
     }
   }
   return out;
-}
-
-/** Delta's `interval 30 days` form (and a plain number of milliseconds). */
-function parseInterval(text: string | undefined): number | undefined {
-  if (!text) return undefined;
-  if (/^\d+$/.test(text.trim())) return Number(text);
-  const m = /^\s*(?:interval\s+)?(\d+)\s*(millisecond|second|minute|hour|day|week)s?\s*$/i.exec(text);
-  if (!m) return undefined;
-  const unit = { millisecond: 1, second: 1e3, minute: 6e4, hour: 36e5, day: 864e5, week: 6048e5 }[m[2]!.toLowerCase() as 'day'];
-  return Number(m[1]) * unit;
 }
 
 function prefixOf(key: string): string {
