@@ -22,16 +22,33 @@ const w = { warehouse: fileUri(join(tmp.path, 'wh')), dbPath: join(tmp.path, 'ca
 let opened: OpenedLake;
 let db: DuckDBInstance;
 let conn: DuckDBConnection;
-let h: Harness;
+let h: Omit<Harness, 'pool'>;
+/**
+ * Two pools of three workers: two seeds run at once (each seed's steps one after another, so one
+ * seed alone leaves most of the machine idle while it checks and its workers open files).
+ */
+const free: WorkerPool[] = [];
+const waiting: ((p: WorkerPool) => void)[] = [];
+async function withPool<T>(fn: (h: Harness) => Promise<T>): Promise<T> {
+  const pool = free.pop() ?? (await new Promise<WorkerPool>((resolve) => waiting.push(resolve)));
+  try {
+    return await fn({ ...h, pool });
+  } finally {
+    const next = waiting.shift();
+    if (next) next(pool);
+    else free.push(pool);
+  }
+}
 
 beforeAll(async () => {
   opened = await openLake(w);
   db = await DuckDBInstance.create(':memory:');
   conn = await db.connect();
-  h = { w, pool: new WorkerPool(w), lake: opened.lake, conn };
+  h = { w, lake: opened.lake, conn };
+  free.push(new WorkerPool(w), new WorkerPool(w));
 });
 afterAll(async () => {
-  await h?.pool.close();
+  await Promise.all(free.map((p) => p.close()));
   conn?.closeSync();
   await opened?.close();
   tmp.cleanup();
@@ -39,7 +56,7 @@ afterAll(async () => {
 
 describe('a model-checked workload from three processes, with crashes and transient faults', () => {
   for (const seed of SEEDS) {
-    it(`seed ${seed}: ${KEEP ? `steps ${KEEP.join(',')}` : `${STEPS} steps`}, the table equals the model after each`, async () => {
+    it.concurrent(`seed ${seed}: ${KEEP ? `steps ${KEEP.join(',')}` : `${STEPS} steps`}, the table equals the model after each`, () => withPool(async (h) => {
       const steps = stepsFor(seed, STEPS, KEEP);
       const r = await runWorkload(h, { seed, steps, fullEvery: 50 });
       if (!r.ok) {
@@ -54,7 +71,7 @@ describe('a model-checked workload from three processes, with crashes and transi
         expect(r.stats.crashes).toBeGreaterThan(STEPS / 20);
         expect(r.stats.transientFired).toBeGreaterThan(STEPS / 20);
       }
-    }, 300_000);
+    }), 600_000);
   }
 });
 
@@ -63,13 +80,14 @@ describe('a failure is reported with its seed and a minimal step list', () => {
   // the run must fail, and shrinking must find a shorter list that fails the same check.
   const seed = 7;
   const steps = planSteps(seed, 40);
-  it('a planted bug fails, and the list printed is shorter and still fails', async () => {
+  it('a planted bug fails, and the list printed is shorter and still fails', () => withPool(async (h) => {
     const r = await runWorkload(h, { seed, steps, fullEvery: 50, bug: 'cow-merge-forgets-update' });
     expect(r.ok).toBe(false);
     if (r.ok) return;
     expect(r.failure.step.ops.some((o) => o.op.kind === 'merge' && o.op.strategy === 'copy-on-write')).toBe(true);
     const shrunk = await shrink(h, { seed, steps, fullEvery: 50, bug: 'cow-merge-forgets-update' }, r.failure, 90_000);
     const text = report(seed, steps.length, r.failure, shrunk);
+    console.log(text);
     expect(text).toContain(`seed ${seed}`);
     expect(text).toContain(`TWINLAKE_MODEL_SEEDS=${seed} TWINLAKE_MODEL_KEEP=${shrunk.steps.map((s) => s.index).join(',')}`);
     expect(shrunk.steps.length).toBeLessThan(r.failure.at + 1);
@@ -81,5 +99,5 @@ describe('a failure is reported with its seed and a minimal step list', () => {
     if (!again.ok) expect(again.failure.check).toBe(r.failure.check);
     // Without the bug, the same steps pass: the failure was the bug's.
     expect((await runWorkload(h, { seed, steps: shrunk.steps })).ok).toBe(true);
-  }, 300_000);
+  }), 300_000);
 });

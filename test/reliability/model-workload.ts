@@ -180,7 +180,7 @@ const WEIGHTS: [Kind, number][] = [
 const CALLS: Record<Op['kind'], number> = { append: 40, merge: 50, delete: 46, compaction: 50, expiry: 40, sync: 18, checkpoint: 22 };
 
 export const CRASH_SHARE = 0.12;
-export const KILL_SHARE = 0.08;
+export const KILL_SHARE = 0.05;
 export const TRANSIENT_SHARE = 0.12;
 export const CONCURRENT_SHARE = 0.25;
 
@@ -505,6 +505,9 @@ export interface RunStats {
   transientFired: number;
   fullChecks: number;
   ms: number;
+  /** Of which: waiting for the operations, and the full checks. */
+  opMs: number;
+  fullMs: number;
 }
 
 export type RunResult = { ok: true; stats: RunStats } | { ok: false; failure: Failure; stats: RunStats };
@@ -531,7 +534,7 @@ const shapeOf = (seed: number) => (seed % 2 === 1 ? { partition: 'g', formatVers
 export async function runWorkload(h: Harness, opts: RunOptions): Promise<RunResult> {
   const t0 = performance.now();
   const fullEvery = opts.fullEvery ?? 50;
-  const stats: RunStats = { steps: 0, ops: 0, concurrent: 0, crashes: 0, kills: 0, crashesApplied: 0, transientFired: 0, fullChecks: 0, ms: 0 };
+  const stats: RunStats = { steps: 0, ops: 0, concurrent: 0, crashes: 0, kills: 0, crashesApplied: 0, transientFired: 0, fullChecks: 0, ms: 0, opMs: 0, fullMs: 0 };
   const name = `model.s${opts.seed}_${process.pid}_${++tableCounter}`;
   const t = h.lake.table(name);
   const shape = shapeOf(opts.seed);
@@ -554,7 +557,9 @@ export async function runWorkload(h: Harness, opts: RunOptions): Promise<RunResu
 
   for (const [at, step] of opts.steps.entries()) {
     try {
+      const started = performance.now();
       const outcomes = await Promise.all(step.ops.map((o) => h.pool.run(o.worker, name, o.op, o.fault)));
+      stats.opMs += performance.now() - started;
       stats.steps++;
       stats.ops += step.ops.length;
       if (step.ops.length > 1) stats.concurrent++;
@@ -613,7 +618,9 @@ export async function runWorkload(h: Harness, opts: RunOptions): Promise<RunResu
           await t.syncDelta();
           deltaLag = new Set();
         }
+        const full = performance.now();
         await fullCheck(h, t, location, canon(model.values()), seen);
+        stats.fullMs += performance.now() - full;
         stats.fullChecks++;
       }
     } catch (e) {
