@@ -70,7 +70,7 @@ async function lane(pool) {
     }
     process.stdout.write(`seed ${seed}: FAILED at step #${r.failure.step.index} (${r.failure.check}); shrinking…\n`);
     const shrunk = await shrink(h, { seed, steps: plan, fullEvery: 50 }, r.failure, shrinkMs);
-    const text = report(seed, plan.length, r.failure, shrunk);
+    const text = report(seed, plan, r.failure, shrunk);
     failed.push(text);
     process.stdout.write(`${text}\n`);
   }

@@ -53,6 +53,8 @@ export type Op =
 export type Fault = { kind: 'crash' | 'kill'; at: number; landed: boolean } | { kind: 'transient'; at: number; landed: boolean; code: string };
 
 export interface StepOp {
+  /** Its place in the step as generated (what a replay of a shrunk step names). */
+  slot: number;
   worker: number;
   op: Op;
   fault?: Fault;
@@ -246,7 +248,7 @@ export function planSteps(seed: number, count: number): Step[] {
       const f = r.next();
       if (i >= 2 && f < CRASH_SHARE) fault = { kind: r.next() < KILL_SHARE ? 'kill' : 'crash', at: r.int(1, CALLS[op.kind]), landed: r.next() < 0.5 };
       else if (i >= 2 && f < CRASH_SHARE + TRANSIENT_SHARE) fault = { kind: 'transient', at: r.int(1, Math.ceil(CALLS[op.kind] * 0.7)), landed: r.next() < 0.3, code: r.pick(['EBUSY', 'EAGAIN', 'EINTR', 'ETIMEDOUT']) };
-      ops.push({ worker, op, ...(fault ? { fault } : {}) });
+      ops.push({ slot: j, worker, op, ...(fault ? { fault } : {}) });
     }
     steps.push({ index: i, ops });
   }
@@ -684,55 +686,97 @@ export async function shrink(h: Harness, opts: RunOptions, failure: Failure, bud
   let cur = opts.steps.slice(0, failure.at + 1);
   let best = failure;
   let replays = 0;
-  let n = 2;
   const over = () => performance.now() - t0 > budgetMs;
-  const fails = async (steps: Step[]): Promise<Failure | undefined> => {
+  /** Replays a candidate list; when it fails the same check, it becomes the list (cut at the step it failed at). */
+  const tryList = async (steps: Step[]): Promise<boolean> => {
+    if (steps.length === 0 || over()) return false;
     replays++;
     const r = await runWorkload(h, { ...opts, steps });
-    return !r.ok && r.failure.check === failure.check ? r.failure : undefined;
+    if (r.ok || r.failure.check !== failure.check) return false;
+    cur = steps.slice(0, r.failure.at + 1);
+    best = r.failure;
+    return true;
   };
-  while (cur.length >= 2 && !over()) {
-    const size = Math.ceil(cur.length / n);
-    let reduced = false;
-    for (let i = 0; i < cur.length && !over(); i += size) {
-      const candidate = [...cur.slice(0, i), ...cur.slice(i + size)];
-      if (candidate.length === 0) continue;
-      const f = await fails(candidate);
-      if (f) {
-        cur = candidate.slice(0, f.at + 1);
-        best = f;
-        n = Math.max(n - 1, 2);
-        reduced = true;
-        break;
+  const edit = (i: number, ops: StepOp[]) => [...cur.slice(0, i), { ...cur[i]!, ops }, ...cur.slice(i + 1)];
+  // Until nothing more can go: whole steps (drop halves, then quarters, ...: delta debugging),
+  // then single operations of the steps left, then their faults; each dropped piece may let
+  // another go.
+  for (let changed = true; changed && !over(); ) {
+    changed = false;
+    for (let n = 2; cur.length >= 2 && !over(); ) {
+      const size = Math.ceil(cur.length / n);
+      let reduced = false;
+      for (let i = 0; i < cur.length && !reduced && !over(); i += size) reduced = await tryList([...cur.slice(0, i), ...cur.slice(i + size)]);
+      changed ||= reduced;
+      if (reduced) n = Math.max(n - 1, 2);
+      else if (size === 1) break;
+      else n = Math.min(cur.length, n * 2);
+    }
+    for (let i = 0; i < cur.length && !over(); i++) {
+      for (let j = 0; cur[i] && j < cur[i]!.ops.length && cur[i]!.ops.length > 1 && !over(); ) {
+        const before = cur.length;
+        if (!(await tryList(edit(i, cur[i]!.ops.filter((_, k) => k !== j))))) j++;
+        else if (((changed = true), cur.length < before)) break;
       }
     }
-    if (!reduced) {
-      if (size === 1) break;
-      n = Math.min(cur.length, n * 2);
+    for (let i = 0; i < cur.length && !over(); i++) {
+      for (const [j, o] of (cur[i]?.ops ?? []).entries()) {
+        if (!o.fault) continue;
+        const { fault: _, ...plain } = o;
+        if (await tryList(edit(i, cur[i]!.ops.map((x, k) => (k === j ? plain : x))))) changed = true;
+      }
     }
   }
   return { steps: cur, failure: best, replays, ms: performance.now() - t0, budgetSpent: over() };
 }
 
-export function replayCommand(seed: number, steps: Step[], test = 'test/reliability/model-workload.test.ts'): string {
-  return `TWINLAKE_MODEL_SEEDS=${seed} TWINLAKE_MODEL_KEEP=${steps.map((s) => s.index).join(',')} npx vitest run ${test}`;
+/**
+ * A step list as `TWINLAKE_MODEL_KEEP` names it: a step's index, or for a step some operations or
+ * faults of which shrinking dropped, `index:slot+slot`, a slot with `!` without its fault.
+ */
+export function keepList(steps: Step[], all: Step[]): string {
+  return steps
+    .map((s) => {
+      const whole = all[s.index]!;
+      if (s.ops.length === whole.ops.length && s.ops.every((o, k) => Boolean(o.fault) === Boolean(whole.ops[k]!.fault))) return `${s.index}`;
+      return `${s.index}:${s.ops.map((o) => `${o.slot}${o.fault || !whole.ops.find((x) => x.slot === o.slot)?.fault ? '' : '!'}`).join('+')}`;
+    })
+    .join(',');
 }
 
-export function report(seed: number, total: number, f: Failure, shrunk?: Shrunk): string {
-  const lines = [`model workload seed ${seed} failed at step #${f.step.index} of ${total}: ${f.message}`];
+export function replayCommand(seed: number, steps: Step[], all: Step[], test = 'test/reliability/model-workload.test.ts'): string {
+  return `TWINLAKE_MODEL_SEEDS=${seed} TWINLAKE_MODEL_KEEP=${keepList(steps, all)} npx vitest run ${test}`;
+}
+
+export function report(seed: number, all: Step[], f: Failure, shrunk?: Shrunk): string {
+  const lines = [`model workload seed ${seed} failed at step #${f.step.index} of ${all.length}: ${f.message}`];
   if (shrunk) {
     lines.push(
       `minimal steps (${shrunk.steps.length} of ${f.at + 1}, ${shrunk.replays} replays in ${(shrunk.ms / 1000).toFixed(1)} s${shrunk.budgetSpent ? ', time budget spent' : ''}), failing "${shrunk.failure.check}" at #${shrunk.failure.step.index}:`,
       ...shrunk.steps.map((s) => `  ${describeStep(s)}`),
-      `replay: ${replayCommand(seed, shrunk.steps)}`,
+      `replay: ${replayCommand(seed, shrunk.steps, all)}`,
     );
   }
   return lines.join('\n');
 }
 
-/** The steps to run for a seed: all `count`, or only those `keep` names (by index). */
-export function stepsFor(seed: number, count: number, keep?: number[]): Step[] {
-  if (!keep) return planSteps(seed, count);
-  const all = planSteps(seed, Math.max(count, ...keep.map((k) => k + 1)));
-  return keep.map((k) => all[k]!);
+/** The steps to run for a seed: all `count`, or only those a keep list (keepList) names. */
+export function stepsFor(seed: number, count: number, keep?: string): Step[] {
+  if (keep === undefined) return planSteps(seed, count);
+  const items = keep.split(',').map((item) => {
+    const [index, slots] = item.split(':');
+    return { index: Number(index), slots: slots?.split('+') };
+  });
+  const all = planSteps(seed, Math.max(count, ...items.map((k) => k.index + 1)));
+  return items.map(({ index, slots }) => {
+    const step = all[index]!;
+    if (!slots) return step;
+    const ops = slots.map((x) => {
+      const o = step.ops.find((y) => y.slot === Number(x.replace('!', '')))!;
+      if (!x.endsWith('!')) return o;
+      const { fault: _, ...plain } = o;
+      return plain;
+    });
+    return { ...step, ops };
+  });
 }
