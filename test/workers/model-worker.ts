@@ -36,7 +36,9 @@ process.on('message', (m: { id?: number; table?: string; op?: Op; fault?: Fault;
     let outcome: Outcome;
     try {
       await runOp(opened.lake, m.table!, m.op!);
-      outcome = { ok: true, crashed: false };
+      // A death the operation outlived (its Delta commit failed, which a write only warns of) is
+      // still a death: a dead process returns nothing.
+      outcome = { ok: !point.dead, crashed: point.dead };
     } catch (e) {
       const err = e as Error & { kind?: string };
       outcome = { ok: false, crashed: point.dead, error: { kind: err.kind ?? err.name, message: String(err.stack ?? err.message).slice(0, 3000) } };
