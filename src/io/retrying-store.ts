@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { stat } from 'node:fs/promises';
 import { TwinlakeError } from '../core/errors.ts';
 import type { ObjectMeta, ObjectStore } from './object-store.ts';
 
@@ -129,7 +130,21 @@ export class RetryingStore implements ObjectStore {
 
   get putFile(): ObjectStore['putFile'] {
     const inner = this.inner;
-    return inner.putFile && ((path, localFile) => this.retry(() => inner.putFile!(path, localFile)));
+    if (!inner.putFile) return undefined;
+    return async (path, localFile) => {
+      // A store may consume the local file (the local store renames it in): when an attempt
+      // moved it but lost its answer (the folder's fsync failed after the rename), a repeat
+      // finds no local file, and the object of the file's size under `path` is that attempt's.
+      const size = await stat(localFile).then(
+        (s) => s.size,
+        () => undefined,
+      );
+      let attempt = 0;
+      return this.retry(async () => {
+        if (attempt++ > 0 && size !== undefined && !(await stat(localFile).then(() => true, () => false)) && (await inner.head(path))?.size === size) return;
+        return inner.putFile!(path, localFile);
+      });
+    };
   }
 
   localPath(path: string): string | undefined {

@@ -25,11 +25,15 @@ export interface OpenedLake {
 /**
  * A lakehouse over the warehouse's store and catalog database, every call of both through `point`
  * when given (the process that will crash), else over the raw ones (the process after a restart).
+ * `wrapStore` puts more layers over each store (above the crash point): faults, retries.
  */
-export async function openLake(w: CrashWarehouse, point?: CrashPoint): Promise<OpenedLake> {
+export async function openLake(w: CrashWarehouse, point?: CrashPoint, opts: { wrapStore?: (store: ObjectStore) => ObjectStore } = {}): Promise<OpenedLake> {
   const raw = SqliteDriver.open(w.dbPath);
   const driver: SqlDriver = point ? new CrashDriver(raw, point) : raw;
-  const wrap = (store: ObjectStore): ObjectStore => (point ? new CrashStore(store, point) : store);
+  const wrap = (store: ObjectStore): ObjectStore => {
+    const crashing = point ? new CrashStore(store, point) : store;
+    return opts.wrapStore ? opts.wrapStore(crashing) : crashing;
+  };
   const catalog = new SqlCatalog({ name: 'twinlake', driver, warehouse: { store: wrap(storeForLocation(w.warehouse, w.storage).store), rootUri: w.warehouse } });
   const deltaRegistry = new DeltaRegistry(driver, 'twinlake');
   await catalog.opened();

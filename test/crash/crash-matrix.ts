@@ -3,7 +3,7 @@ import { stringifyJson } from '../../src/core/json.ts';
 import { isTwinlakeError } from '../../src/core/errors.ts';
 import type { Lakehouse, Table } from '../../src/index.ts';
 import { removeOrphans } from '../../src/maintenance/orphans.ts';
-import { reachableFiles } from '../../src/maintenance/reachable.ts';
+import { leftovers } from '../reliability/table-checks.ts';
 import { latestDeltaVersion } from '../../src/table/delta/delta-log.ts';
 import type { LiveFiles } from '../../src/table/read/live-files.ts';
 import { CrashPoint, isEffectful, type CrashCall } from './crash-point.ts';
@@ -220,19 +220,6 @@ async function checkAfterCrash(lake: Lakehouse, c: CrashCase, states: States, wh
   expect(await truthView(lake, c), `${where}: cleanup keeps every committed row`).toBe(expected);
   if (!c.deltaOnly) expect(await viewOf(() => t.read({ format: 'delta' })), `${where}: cleanup keeps every committed row in Delta`).toBe(expected);
 }
-/** Files below the table that nothing references: not a Delta log file, not named by any retained metadata. */
-async function leftovers(t: Table, location: string): Promise<string[]> {
-  const reachable = await reachableFiles(t);
-  const out: string[] = [];
-  const prefix = location.replace(/\/+$/, '') + '/';
-  for await (const o of t.context.io.list(prefix)) {
-    const rel = o.uri.slice(prefix.length);
-    if (rel.startsWith('_delta_log/') || reachable.files.has(o.uri)) continue;
-    out.push(rel);
-  }
-  return out;
-}
-
 /**
  * Files in `data/` that no retained Iceberg snapshot and no Delta version in the log reads, as
  * the formats' own readers list them (independently of the cleaner's notion of reachable).

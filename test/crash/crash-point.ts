@@ -68,6 +68,10 @@ export class CrashStore implements ObjectStore {
   get root(): string {
     return this.inner.root;
   }
+  /** The store's own promise for a failed create-only write, for a retry layer above. */
+  get createRetry(): ObjectStore['createRetry'] {
+    return this.inner.createRetry;
+  }
   get(path: string, range?: { offset: number; length: number }) {
     return this.point.run('get', path, () => this.inner.get(path, range));
   }

@@ -4,7 +4,6 @@ import { dirname, join } from 'node:path';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { localPath } from '../../src/core/uri.ts';
-import { loadDeletionVectors } from '../../src/engine/read-scan.ts';
 import { parseLogFileName } from '../../src/format/delta/actions.ts';
 import type { ScanTask } from '../../src/format/scan-task.ts';
 import { Lakehouse, type Table } from '../../src/index.ts';
@@ -17,6 +16,7 @@ import { runMaintenance, type FullMaintenanceResult } from '../../src/maintenanc
 import { cleanMetadata } from '../../src/maintenance/metadata-cleanup.ts';
 import { removeOrphans } from '../../src/maintenance/orphans.ts';
 import { errorOf, listFiles, tempDir } from '../helpers.ts';
+import { duckdbRows as duckdbRowsOf, missingFiles } from '../reliability/table-checks.ts';
 
 /**
  * A seeded random workload against an in-memory model: appends, overwrites, merges and deletes
@@ -144,33 +144,12 @@ function planSteps(seed: number, shape: Shape): StepKind[] {
   return steps;
 }
 
-/** DuckDB's rows of a plan's live files, deletes applied in SQL (position delete files read by DuckDB, deletion vectors decoded to positions). */
-async function duckdbRows(conn: DuckDBConnection, task: ScanTask): Promise<string[]> {
-  if (task.files.length === 0) return [];
-  const loaded = await loadDeletionVectors(task);
-  const q = (p: string) => `'${localPath(p).replaceAll("'", "''")}'`;
-  const deleted: string[] = [];
-  for (const f of loaded.files) {
-    for (const p of f.deletes?.positions ?? []) {
-      if (p.kind === 'position-file') deleted.push(`SELECT ${q(f.path)} AS f, pos FROM read_parquet(${q(p.path)}) WHERE file_path = '${p.dataFile.replaceAll("'", "''")}'`);
-      else if (p.kind === 'bitmap') deleted.push(`SELECT ${q(f.path)} AS f, unnest([${[...p.bitmap.values()].join(', ')}]::BIGINT[]) AS pos`);
-      else throw new Error(`unexpected deletes ${p.kind}`);
-    }
-    expect(f.deletes?.equality ?? []).toEqual([]);
-  }
-  const scan = `SELECT * FROM read_parquet([${loaded.files.map((f) => q(f.path)).join(', ')}], union_by_name = true, filename = true, file_row_number = true)`;
-  const sql = deleted.length
-    ? `SELECT id, grp, v FROM (${scan}) AS t ANTI JOIN (${deleted.join(' UNION ALL ')}) AS d ON t.filename = d.f AND t.file_row_number = d.pos`
-    : `SELECT id, grp, v FROM (${scan})`;
-  return canon((await conn.runAndReadAll(sql)).getRowObjectsJS() as Record<string, unknown>[]);
-}
+/** DuckDB's rows of a plan's live files, deletes applied in SQL. */
+const duckdbRows = async (conn: DuckDBConnection, task: ScanTask): Promise<string[]> => canon(await duckdbRowsOf(conn, task, ['id', 'grp', 'v']));
 
 /** Every file a plan reads (data files and their delete files) exists. */
 function expectFilesExist(task: ScanTask, what: string): void {
-  for (const f of task.files) {
-    expect(existsSync(localPath(f.path)), `${what}: data file ${f.path}`).toBe(true);
-    for (const p of f.deletes?.positions ?? []) if (p.kind !== 'bitmap') expect(existsSync(localPath(p.path)), `${what}: delete file ${p.path}`).toBe(true);
-  }
+  expect(missingFiles(task), `${what}: files the plan reads`).toEqual([]);
 }
 
 const commitVersions = (dir: string) =>
