@@ -13,6 +13,8 @@ import { formatTableIdentifier, type TableIdentifier } from './catalog.ts';
  */
 export class MetadataFiles {
   private readonly parsed = new Map<string, { metadata: TableMetadata; size: number; modified: number }>();
+  /** Files just written whose size and time are still being read for `parsed` (see `write`). */
+  private readonly remembering = new Map<string, Promise<void>>();
 
   constructor(
     private readonly store: ObjectStore,
@@ -29,6 +31,7 @@ export class MetadataFiles {
 
   /** `table` set: the file is the table's current metadata, so a missing file is corrupt state. */
   async read(uri: string, table?: TableIdentifier): Promise<TableMetadata> {
+    await this.remembering.get(uri);
     const cached = this.parsed.get(uri);
     if (cached) {
       const now = await this.store.head(this.keyOf(uri));
@@ -58,13 +61,19 @@ export class MetadataFiles {
    * or files of a dropped table of the same name) moves on to the next number; after a few
    * misses it jumps past the highest version in the folder.
    */
-  async write(metadata: TableMetadata, firstVersion: number): Promise<{ uri: string; version: number; metadata: TableMetadata }> {
+  async write(metadata: TableMetadata, firstVersion: number, opts: { rememberLater?: boolean } = {}): Promise<{ uri: string; version: number; metadata: TableMetadata }> {
     const dir = metadataFolder(metadata);
     const body = serializeTableMetadataBytes(metadata);
     let version = firstVersion;
     for (let attempt = 0; attempt < 8; attempt++) {
       const uri = `${dir}/v${version}.metadata.json`;
-      if (await this.store.putIfAbsent(this.keyOf(uri), body)) return { uri, version, metadata: await this.remember(uri, metadata) };
+      if (await this.store.putIfAbsent(this.keyOf(uri), body)) {
+        if (!opts.rememberLater) return { uri, version, metadata: await this.remember(uri, metadata) };
+        // A commit's file: its size and time for the cache are read while the commit swaps its
+        // pointer; a read of the file waits for them.
+        this.rememberSoon(uri, metadata);
+        return { uri, version, metadata };
+      }
       version = attempt < 2 ? version + 1 : Math.max(version, await this.highestVersion(dir)) + 1;
     }
     throw new TwinlakeError('commit-conflict', `${this.domain}: every metadata file name tried in ${dir} was taken by concurrent writers`, { dir });
@@ -76,8 +85,8 @@ export class MetadataFiles {
    * once both are durable. When `durable` fails the new file is removed and its reason thrown.
    */
   async writeWhenDurable(metadata: TableMetadata, firstVersion: number, durable: Promise<void> | undefined): Promise<{ uri: string; version: number; metadata: TableMetadata }> {
-    if (!durable) return this.write(metadata, firstVersion);
-    const [written, ready] = await Promise.allSettled([this.write(metadata, firstVersion), durable]);
+    if (!durable) return this.write(metadata, firstVersion, { rememberLater: true });
+    const [written, ready] = await Promise.allSettled([this.write(metadata, firstVersion, { rememberLater: true }), durable]);
     if (ready.status === 'rejected') {
       if (written.status === 'fulfilled') await this.deleteQuietly(written.value.uri);
       throw ready.reason;
@@ -106,17 +115,16 @@ export class MetadataFiles {
    * newer hint overwritten by ours, so it is written again for that one). A failure here does not
    * undo the commit, which already happened: the hint is an optimisation.
    */
-  async advanceHint(pointer: () => Promise<string | undefined>, committed?: string): Promise<void> {
+  async advanceHint(pointer: () => Promise<string | undefined>, committed?: string, before?: HintBefore): Promise<void> {
     try {
       let at = committed ?? (await pointer());
       for (let attempt = 0; attempt < 3; attempt++) {
         const version = at === undefined ? undefined : ownMetadataVersion(at);
         if (at === undefined || version === undefined) return;
         const key = this.keyOf(hintLocation(at));
-        const held = await this.store.get(key).then(
-          (b) => Number.parseInt(new TextDecoder().decode(b).trim(), 10),
-          () => 0,
-        );
+        // The hint as read while the metadata file was written, if it is this one: it only moves
+        // forward, so an older reading can only make us write where a newer one would not.
+        const held = await (attempt === 0 && before?.key === key ? before.held : this.heldHint(key));
         if (held >= version) return;
         await this.store.put(key, String(version));
         const now = await pointer();
@@ -128,6 +136,27 @@ export class MetadataFiles {
     }
   }
 
+  /**
+   * Reads the version hint of the folder `metadata`'s file goes to, for `advanceHint` after the
+   * pointer moved: read beside the metadata file's write, it is not one more step after the swap.
+   */
+  hintBefore(metadata: TableMetadata): HintBefore | undefined {
+    try {
+      const key = this.keyOf(`${metadataFolder(metadata)}/version-hint.text`);
+      return { key, held: this.heldHint(key) };
+    } catch {
+      // A folder outside the store: the metadata file's own write reports it.
+      return undefined;
+    }
+  }
+
+  private heldHint(key: string): Promise<number> {
+    return this.store.get(key).then(
+      (b) => Number.parseInt(new TextDecoder().decode(b).trim(), 10),
+      () => 0,
+    );
+  }
+
   /** A new table's hint wins over one left by a dropped table of the same name. */
   async resetHint(metadataLocation: string, version: number): Promise<void> {
     await this.store.put(this.keyOf(hintLocation(metadataLocation)), String(version)).catch(() => undefined);
@@ -135,6 +164,7 @@ export class MetadataFiles {
 
   /** A metadata file nothing points at; if deleting fails it is an orphan that cleanup removes later. */
   async deleteQuietly(uri: string): Promise<void> {
+    await this.remembering.get(uri);
     this.parsed.delete(uri);
     await this.store.delete(this.keyOf(uri)).catch(() => undefined);
   }
@@ -151,6 +181,18 @@ export class MetadataFiles {
    * dropped table, may be written again with other content): a commit then parses nothing it has
    * already seen or written itself.
    */
+  private rememberSoon(uri: string, metadata: TableMetadata): void {
+    // Only a cache: a file whose head fails is parsed again when next read.
+    const pending: Promise<void> = this.remember(uri, metadata).then(
+      () => undefined,
+      () => undefined,
+    );
+    this.remembering.set(uri, pending);
+    void pending.then(() => {
+      if (this.remembering.get(uri) === pending) this.remembering.delete(uri);
+    });
+  }
+
   private async remember(uri: string, metadata: TableMetadata): Promise<TableMetadata> {
     const info = await this.store.head(this.keyOf(uri));
     this.parsed.delete(uri);
@@ -167,6 +209,12 @@ export class MetadataFiles {
     }
     return max;
   }
+}
+
+/** The version hint of a metadata folder as read before a commit's swap (`hintBefore`); never rejects. */
+export interface HintBefore {
+  key: string;
+  held: Promise<number>;
 }
 
 /**

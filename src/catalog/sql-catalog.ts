@@ -299,6 +299,7 @@ export class SqlCatalog implements Catalog {
       throw e;
     }
     const sql = await this.ready;
+    const hintBefore = this.files.hintBefore(next);
     // The swap comes only once the metadata file and every file it names are durable.
     const written = await this.files.writeForCommit(next, metadataFileVersion(current) + 1, options.durable);
     if ('status' in written) return written;
@@ -328,7 +329,7 @@ export class SqlCatalog implements Catalog {
         reason: `sql catalog: table ${formatTableIdentifier(id)} was changed by a concurrent commit: expected metadata ${current}, found ${now ?? 'no table'}`,
       };
     }
-    const hint = this.files.advanceHint(() => this.pointer(id));
+    const hint = this.files.advanceHint(() => this.pointer(id), undefined, hintBefore);
     if (options.deferFollowUp) return { status: 'committed', metadataLocation: written.uri, metadata: written.metadata, followUp: hint };
     await hint;
     return { status: 'committed', metadataLocation: written.uri, metadata: written.metadata };

@@ -3,6 +3,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { SqlCatalog } from '../../src/catalog/sql-catalog.ts';
+import { SqliteDriver } from '../../src/catalog/sqlite-driver.ts';
 import { fileUri } from '../../src/core/uri.ts';
 import { FileIO } from '../../src/io/file-io.ts';
 import { LocalStore } from '../../src/io/local-store.ts';
@@ -98,6 +99,33 @@ describe('a commit overlaps its independent writes', () => {
       expect(await fs.readFile(hint, 'utf8')).toBe('3');
     } finally {
       catalog.close();
+    }
+  });
+
+  it('reads the version hint while the metadata file is written, so that after the swap only its write is left', async () => {
+    const store = new GatedStore(dir);
+    const driver = SqliteDriver.open(path.join(dir, 'catalog.db'));
+    const swap = driver.swap.bind(driver);
+    driver.swap = (sql, params) => {
+      store.calls.push('swap');
+      return swap(sql, params);
+    };
+    const catalog = new SqlCatalog({ driver, warehouse: { store, rootUri: store.root } });
+    try {
+      await catalog.createNamespace(['ns']);
+      const id = { namespace: ['ns'], name: 't' };
+      await catalog.createTable(id, sampleMetadata());
+      for (const [version, value] of [[2, 'v'], [3, 'w']] as const) {
+        store.calls = [];
+        const r = await catalog.commitTable(id, { requirements: [], updates: [{ action: 'set-properties', updates: { k: value } }] });
+        expect(r.status).toBe('committed');
+        expect(store.calls.filter((c) => c === 'swap' || c.endsWith('version-hint.text'))).toEqual(['get ns/t/metadata/version-hint.text', 'swap', 'put ns/t/metadata/version-hint.text']);
+        // Read before the swap, the hint still only moves forward to the version committed.
+        expect(await fs.readFile(path.join(dir, 'ns/t/metadata/version-hint.text'), 'utf8')).toBe(String(version));
+      }
+    } finally {
+      await catalog.close();
+      await driver.close();
     }
   });
 });
