@@ -231,7 +231,7 @@ export class CommitWriter {
  * The line of `{ add: { path, partitionValues, size, modificationTime, dataChange, stats } }`,
  * keys in that order (as the projection builds an add), written from its parts without the
  * objects: the text `serializeCommit` writes for that action (tests hold them together).
- * `partitionValues` is given as its JSON text; `tail` is `modificationTimeAndDataChange(…)`,
+ * `partitionValues` is given as its JSON text; `tail` is `addLineTail(…)`,
  * the same for every add of a commit.
  */
 export function addLine(path: string, partitionValues: string, size: number, tail: string, stats: string): string {
