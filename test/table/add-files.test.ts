@@ -149,6 +149,30 @@ describe('add-files: existing Parquet files join both formats without a rewrite'
     }
   });
 
+  it('a schema change committed between our check and our commit: the footers are read again and checked against the new schema', async () => {
+    const t = fx.lake.table('imp.shape');
+    await t.append([{ id: 1, name: 'a' }]);
+    const dir = join(fx.warehouse, 'imp', 'shape');
+    mkdirSync(join(dir, 'imported'));
+    const file = join(dir, 'imported', 'f.parquet');
+    await copyParquet(file, "SELECT 2::BIGINT AS id, 's' AS name");
+    // The rival adds a column just before our first commit attempt reaches the catalog.
+    const rival = await Lakehouse.open({ warehouse: fx.warehouse });
+    const shared = await Lakehouse.open({ warehouse: fx.warehouse });
+    const catalog = contended(shared.catalog, async () => void (await rival.table('imp.shape').append([{ id: 3, name: 'c', extra: 'x' }])), 1);
+    const lake = await Lakehouse.open({ warehouse: fx.warehouse, catalog });
+    try {
+      const r = await lake.table('imp.shape').addFiles([file]);
+      expect(r.files).toBe(1);
+      expect(catalog.commits).toBe(2);
+      await expectBothEqual(t, [1, 2, 3]);
+      const rows = await t.read();
+      expect(rows.find((row) => row.id === 2n || row.id === 2)).toMatchObject({ name: 's', extra: null });
+    } finally {
+      await Promise.all([lake.close(), rival.close(), shared.close()]);
+    }
+  });
+
   it('identity partitions: a file with one value joins its partition; a file spanning values is refused', async () => {
     const t = fx.lake.table('imp.parts');
     await t.append([{ id: 1, region: 'us' }], { partition: 'region' });

@@ -162,14 +162,90 @@ const ACTION_KINDS: ReadonlySet<string> = new Set<ActionKind>([
 /** One JSON object per line, newline-terminated (PROTOCOL.md §Delta Log Entries). */
 export function serializeCommit(actions: Action[]): string {
   let out = '';
-  for (const a of actions) {
-    const keys = Object.keys(a);
-    if (keys.length !== 1 || !ACTION_KINDS.has(keys[0]!)) {
-      throw invalidInput(`delta commit: expected each action to wrap exactly one known action, found keys ${JSON.stringify(keys)}`);
-    }
-    out += ('add' in a ? addJson(a) : stringifyJson(a)) + '\n';
-  }
+  for (const a of actions) out += actionLine(a) + '\n';
   return out;
+}
+
+/** `serializeCommit` as the UTF-8 bytes of the commit file, without the text of the whole commit. */
+export function encodeCommit(actions: Iterable<Action>): Uint8Array {
+  const w = new CommitWriter();
+  for (const a of actions) w.action(a);
+  return w.bytes();
+}
+
+/** One action's line, without its newline. */
+function actionLine(a: Action): string {
+  const keys = Object.keys(a);
+  if (keys.length !== 1 || !ACTION_KINDS.has(keys[0]!)) {
+    throw invalidInput(`delta commit: expected each action to wrap exactly one known action, found keys ${JSON.stringify(keys)}`);
+  }
+  return 'add' in a ? addJson(a) : stringifyJson(a);
+}
+
+/**
+ * A commit file's bytes, written line by line into one growing buffer: a commit of 100,000 adds
+ * is 36 MB of text, and holding every line (or the whole text as one string) until the write
+ * kept them alive through every young-generation collection while the commit was built, then
+ * copied them once more into bytes. Each line is encoded as UTF-8 as it comes and then dropped.
+ */
+export class CommitWriter {
+  private buf = Buffer.allocUnsafe(64 * 1024);
+  private length = 0;
+
+  /** An action, as `serializeCommit` writes it. */
+  action(a: Action): void {
+    this.line(actionLine(a));
+  }
+
+  /** A line of JSON text already made (see `addLine`), without its newline. */
+  line(text: string): void {
+    // UTF-8 takes at most 3 bytes per UTF-16 unit (a surrogate pair is 4 bytes for 2 units).
+    const room = text.length * 3 + 1;
+    if (this.length + room > this.buf.length) this.grow(room);
+    this.length += this.buf.write(text, this.length, 'utf8');
+    this.buf[this.length++] = 0x0a;
+  }
+
+  /** Bytes written so far. */
+  get size(): number {
+    return this.length;
+  }
+
+  /** Room for `extra` more bytes at once, rather than doubling (and copying) step by step. */
+  reserve(extra: number): void {
+    if (this.length + extra > this.buf.length) this.grow(extra);
+  }
+
+  bytes(): Uint8Array {
+    return new Uint8Array(this.buf.buffer, this.buf.byteOffset, this.length);
+  }
+
+  private grow(room: number): void {
+    const next = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.length + room));
+    this.buf.copy(next, 0, 0, this.length);
+    this.buf = next;
+  }
+}
+
+/**
+ * The line of `{ add: { path, partitionValues, size, modificationTime, dataChange, stats } }`,
+ * keys in that order (as the projection builds an add), written from its parts without the
+ * objects: the text `serializeCommit` writes for that action (tests hold them together).
+ * `partitionValues` is given as its JSON text; `tail` is `addLineTail(…)`,
+ * the same for every add of a commit.
+ */
+export function addLine(path: string, partitionValues: string, size: number, tail: string, stats: string): string {
+  return `{"add":{"path":${JSON.stringify(path)},"partitionValues":${partitionValues},"size":${jsonNumber(size)}${tail},"stats":${JSON.stringify(stats)}}}`;
+}
+
+/** The `modificationTime` and `dataChange` members of `addLine`, with their leading comma. */
+export function addLineTail(modificationTime: number, dataChange: boolean): string {
+  return `,"modificationTime":${jsonNumber(modificationTime)},"dataChange":${dataChange}`;
+}
+
+/** A number as `stringifyJson` writes it (a bigint whole, a non-finite number as null). */
+function jsonNumber(n: number | bigint): string {
+  return typeof n === 'bigint' ? n.toString() : Number.isFinite(n) ? String(n) : 'null';
 }
 
 /**

@@ -162,11 +162,17 @@ export function fileKey(path: string, dvId: string | undefined): string {
 export function deltaPath(location: string, fileUri: string): string {
   const rel = relativeTo(location, fileUri);
   if (rel === undefined) return fileUri; // outside the table root: an absolute URI
+  // Most paths need no escape at all (one test instead of a pass per segment).
+  if (PLAIN_PATH.test(rel)) return rel;
   return rel.split('/').map(encodePathSegment).join('/');
 }
 
+/** Paths that `encodePathSegment` leaves as they are, segment by segment. */
+const PLAIN_PATH = /^[A-Za-z0-9\-._~=@+,/]*$/;
+
 function encodePathSegment(s: string): string {
-  return s.replace(/[^A-Za-z0-9\-._~=@+,]/g, (c) =>
+  // By code point (`u`): a character outside the BMP is one UTF-8 sequence, not two halves.
+  return s.replace(/[^A-Za-z0-9\-._~=@+,]/gu, (c) =>
     Array.from(new TextEncoder().encode(c), (b) => '%' + b.toString(16).toUpperCase().padStart(2, '0')).join(''),
   );
 }

@@ -1,11 +1,11 @@
 import { dataInvalid, unsupported } from '../../core/errors.ts';
-import type { Action, AddFile, CommitInfo, DeletionVectorDescriptor, Metadata, Protocol, RemoveFile } from '../delta/actions.ts';
+import { addLine, addLineTail, CommitWriter, type Action, type AddFile, type CommitInfo, type DeletionVectorDescriptor, type Metadata, type Protocol, type RemoveFile } from '../delta/actions.ts';
 import { deltaPath, fileKey } from '../delta/replay.ts';
 import { protocolFor } from '../delta/schema.ts';
 import { applicableDeletes } from '../iceberg/scan.ts';
 import { schemaById, snapshotById } from '../iceberg/table-metadata.ts';
 import type { DataFile, Schema, Snapshot, TableMetadata } from '../iceberg/types.ts';
-import { deltaStats } from '../parquet/stats.ts';
+import { deltaStats, deltaStatsEncoder } from '../parquet/stats.ts';
 import { deltaMetadata, identityColumns, initialSchema, partitionValuesOf } from './delta-metadata.ts';
 import { deletionVectorsOn, OPERATION_KEY, OPERATION_PARAMETERS_KEY } from './summary-keys.ts';
 import { readPhysicalNames } from './table-properties.ts';
@@ -97,10 +97,60 @@ export function creationActions(metadata: TableMetadata, timestampMs: number): A
 /** The Delta version that mirrors one Iceberg snapshot. */
 export function projectSnapshot(input: SnapshotInput): DeltaVersion {
   if (input.follows === null) return { version: 0, actions: startActions(input.metadata, input.snapshot, input.live) };
-  return { version: input.follows.version + 1, actions: changeActions(input.metadata, input.snapshot, input.follows, input.changes) };
+  const { actions, added } = changeActions(input.metadata, input.snapshot, input.follows, input.changes);
+  for (const f of input.changes.added) actions.push({ add: added.add(f) });
+  return { version: input.follows.version + 1, actions };
 }
 
-function changeActions(metadata: TableMetadata, snapshot: Snapshot, follows: DeltaFollowed, files: SnapshotChanges): Action[] {
+/** A Delta version as the bytes of its commit file, and its commitInfo. */
+export interface EncodedDeltaVersion {
+  version: number;
+  commitInfo?: CommitInfo;
+  bytes: Uint8Array;
+}
+
+/**
+ * `projectSnapshot` as the bytes `encodeCommit` writes for its actions, made without them: the
+ * `add` of each file the snapshot added goes from the data file straight to its line (a large
+ * add-files commit has 100,000 of them; building, holding and then serializing an action object
+ * per file was most of its Delta version's time).
+ */
+export function encodeSnapshotVersion(input: SnapshotInput): EncodedDeltaVersion {
+  const w = new CommitWriter();
+  if (input.follows === null) {
+    const { version, actions } = projectSnapshot(input);
+    for (const a of actions) w.action(a);
+    return { version, commitInfo: (actions[0] as { commitInfo: CommitInfo }).commitInfo, bytes: w.bytes() };
+  }
+  const { actions, added } = changeActions(input.metadata, input.snapshot, input.follows, input.changes);
+  for (const a of actions) w.action(a);
+  const files = input.changes.added;
+  for (let i = 0; i < files.length; i++) {
+    const line = added.line(files[i]!);
+    if (line === undefined) w.action({ add: added.add(files[i]!) });
+    else if (i > 0) w.line(line);
+    else {
+      // The other adds' lines are about as long as the first: room for all of them at once.
+      const before = w.size;
+      w.line(line);
+      w.reserve(Math.ceil((w.size - before) * (files.length - 1) * 1.1));
+    }
+  }
+  return { version: input.follows.version + 1, commitInfo: (actions[0] as { commitInfo: CommitInfo }).commitInfo, bytes: w.bytes() };
+}
+
+/**
+ * The adds of the files a snapshot added, with the deletion vector the snapshot gave each: as
+ * action objects, or straight as their lines (the same text: see `addFileLine`) for a file
+ * without one (undefined for a file with one).
+ */
+interface AddedFiles {
+  add(f: DataFile): AddFile;
+  line(f: DataFile): string | undefined;
+}
+
+/** The actions of a version mirroring a change, all but the adds of `files.added` (see AddedFiles), which come last. */
+function changeActions(metadata: TableMetadata, snapshot: Snapshot, follows: DeltaFollowed, files: SnapshotChanges): { actions: Action[]; added: AddedFiles } {
   const ts = snapshot['timestamp-ms'];
   const schema = snapshotSchema(metadata, snapshot);
   const physicalNames = readPhysicalNames(metadata);
@@ -157,8 +207,12 @@ function changeActions(metadata: TableMetadata, snapshot: Snapshot, follows: Del
     actions.push({ remove: remove(f, oldDvs.get(f['file-path'])) });
     actions.push({ add: add(f, newDvs.get(f['file-path'])) });
   }
-  for (const f of files.added) actions.push({ add: add(f, newDvs.get(f['file-path'])) });
-  return actions;
+  const line = addFileLine(metadata.location, partitionValues, ts, dataChange, schema, physicalNames);
+  const added: AddedFiles = {
+    add: (f) => add(f, newDvs.get(f['file-path'])),
+    line: (f) => (newDvs.size > 0 && newDvs.has(f['file-path']) ? undefined : line(f)),
+  };
+  return { actions, added };
 }
 
 /**
@@ -345,6 +399,24 @@ export function addFile(
     stats: deltaStats(f, schema, physicalNames, dv ? { tightBounds: false } : {}),
     ...(dv ? { deletionVector: dv } : {}),
   };
+}
+
+/**
+ * `addFile` without a deletion vector, straight to the line `serializeCommit` writes for it, for
+ * the files of one version: what is the same for all (the stats encoder, the time, dataChange) is
+ * worked out once.
+ */
+export function addFileLine(
+  location: string,
+  partitionValues: (f: DataFile) => Record<string, string | null>,
+  ts: number,
+  dataChange: boolean,
+  schema: Schema,
+  physicalNames: Map<number, string>,
+): (f: DataFile) => string {
+  const stats = deltaStatsEncoder(schema, physicalNames);
+  const tail = addLineTail(ts, dataChange);
+  return (f) => addLine(deltaPath(location, f['file-path']), JSON.stringify(partitionValues(f)), f['file-size-in-bytes'], tail, stats(f, false));
 }
 
 /** The Delta `remove` of an Iceberg data file (with the deletion vector its logical file had). */

@@ -235,13 +235,28 @@ export class AvroWriter {
   bigLong(n: bigint): void {
     if (n >= -0x40000000n && n < 0x40000000n) return this.int(Number(n));
     this.room(10);
+    // The same long again (every ADDED entry of a manifest carries the snapshot's ID): its bytes
+    // as last written, instead of ten steps of bigint arithmetic.
+    if (n === this.lastBig) {
+      this.buf.set(this.lastBigBytes.subarray(0, this.lastBigLength), this.pos);
+      this.pos += this.lastBigLength;
+      return;
+    }
+    const start = this.pos;
     let z = BigInt.asUintN(64, (n << 1n) ^ (n >> 63n));
     while (z >= 0x80n) {
       this.buf[this.pos++] = Number(z & 0x7fn) | 0x80;
       z >>= 7n;
     }
     this.buf[this.pos++] = Number(z);
+    this.lastBig = n;
+    this.lastBigLength = this.pos - start;
+    this.buf.copy(this.lastBigBytes, 0, start, this.pos);
   }
+
+  private lastBig: bigint | undefined;
+  private readonly lastBigBytes = Buffer.alloc(10);
+  private lastBigLength = 0;
 
   boolean(b: boolean): void {
     this.room(1);

@@ -1,7 +1,7 @@
 import { dataInvalid, TwinlakeError } from '../../core/errors.ts';
 import type { FileIO } from '../../io/file-io.ts';
 import type { Action } from '../../format/delta/actions.ts';
-import { commitPath, parseCommit, serializeCommit } from '../../format/delta/actions.ts';
+import { commitPath, encodeCommit, parseCommit } from '../../format/delta/actions.ts';
 import { findCommitInfo } from '../../format/delta/replay.ts';
 import { snapshotById } from '../../format/iceberg/table-metadata.ts';
 import type { DataFile, ManifestEntry, ManifestFile, Snapshot, TableMetadata } from '../../format/iceberg/types.ts';
@@ -10,6 +10,8 @@ import {
   creationActions,
   type DeleteFileDv,
   type DeltaLogState,
+  encodeSnapshotVersion,
+  type EncodedDeltaVersion,
   followedInLineage,
   type LiveDataFile,
   liveDeleteFiles,
@@ -174,11 +176,10 @@ export async function catchUpDelta(
   const written: number[] = [];
   const warned = new Set<number>();
 
-  /** Writes `version`; false when another writer took it for a different snapshot. */
-  const write = async (version: number, actions: Action[], snapshotId?: bigint): Promise<boolean> => {
-    const text = serializeCommit(actions);
-    if (await io.writeIfAbsent(logFile(version), text)) {
-      rememberHead(io, location, { head: headOfActions(version, actions), size: Buffer.byteLength(text) });
+  /** Writes a version; false when another writer took it for a different snapshot. */
+  const write = async ({ version, commitInfo, bytes }: EncodedDeltaVersion, snapshotId?: bigint): Promise<boolean> => {
+    if (await io.writeIfAbsent(logFile(version), bytes)) {
+      rememberHead(io, location, { head: headOfActions(version, commitInfo ? [{ commitInfo }] : []), size: bytes.length });
       written.push(version);
       await opts.afterWrite?.(version);
       return true;
@@ -202,18 +203,18 @@ export async function catchUpDelta(
     let next = head ? head.version + 1 : 0;
     let lost = false;
     if (plan.kind === 'replay' && plan.start) {
-      const start = projectSnapshot({ metadata, snapshot: plan.start, follows: null, live: await liveDataFiles(io, metadata, plan.start) });
-      lost = !(await write(start.version, start.actions, plan.start['snapshot-id']));
+      const start = encodeSnapshotVersion({ metadata, snapshot: plan.start, follows: null, live: await liveDataFiles(io, metadata, plan.start) });
+      lost = !(await write(start, plan.start['snapshot-id']));
       next = 1;
     } else if (plan.creation) {
       const created = plan.kind === 'replay' && plan.snapshots.length ? plan.snapshots[0]!['timestamp-ms'] : metadata['last-updated-ms'];
-      lost = !(await write(0, creationActions(metadata, created)));
+      lost = !(await write(encoded(0, creationActions(metadata, created))));
       next = 1;
     }
     if (!lost && plan.kind === 'replay') {
       for (const s of plan.snapshots) {
-        const v = projectSnapshot({ metadata, snapshot: s, follows: followedInLineage(metadata, s, next - 1), changes: await snapshotChanges(io, metadata, s) });
-        if (!(await write(v.version, v.actions, s['snapshot-id']))) {
+        const v = encodeSnapshotVersion({ metadata, snapshot: s, follows: followedInLineage(metadata, s, next - 1), changes: await snapshotChanges(io, metadata, s) });
+        if (!(await write(v, s['snapshot-id']))) {
           lost = true;
           break;
         }
@@ -221,12 +222,18 @@ export async function catchUpDelta(
       }
     } else if (!lost && plan.kind === 'jump') {
       const v = projectJump({ metadata, target: target!, live: await liveDataFiles(io, metadata, target!), delta: await logState(io, location, next - 1, head) });
-      lost = !(await write(v.version, v.actions, target!['snapshot-id']));
+      lost = !(await write(encoded(v.version, v.actions), target!['snapshot-id']));
       next++;
     }
     if (!lost) return { version: next - 1, written };
   }
   throw new TwinlakeError('commit-conflict', `delta projection: the log of ${location} kept moving while catching up with iceberg snapshot ${target?.['snapshot-id']}`);
+}
+
+/** A version of actions as its commit file's bytes. */
+function encoded(version: number, actions: Action[]): EncodedDeltaVersion {
+  const commitInfo = findCommitInfo(actions);
+  return { version, ...(commitInfo ? { commitInfo } : {}), bytes: encodeCommit(actions) };
 }
 
 /**

@@ -69,25 +69,36 @@ export async function addFiles(ctx: TableContext, patterns: readonly string[], o
   const remoteNames = await expandRemote(ctx.io, patterns.filter((p) => isUri(p) && !p.startsWith('file:')), what);
   const paths = await expand(session, local, what);
   const footerStart = performance.now();
-  // Remote files: only their footers are fetched, into sparse local files DuckDB reads them from.
-  const staging = remoteNames.length > 0 ? await stagingFolder(session, 'twinlake-footers-') : undefined;
-  const untrackStaging = staging ? trackStaging(staging) : () => undefined;
-  let footers: Footer[];
-  try {
-    const remote = new Map<string, { uri: string; size: number }>();
-    await mapLimit(remoteNames, 8, async (uri, i) => {
-      const file = join(staging!, `${i}.parquet`);
-      remote.set(file, { uri, size: await fetchFooter(ctx.io, uri, file, what) });
-    });
-    const all = [...paths, ...remote.keys()];
-    const batches: string[][] = [];
-    for (let i = 0; i < all.length; i += FOOTER_BATCH) batches.push(all.slice(i, i + FOOTER_BATCH));
-    footers = (await mapLimit(batches, Math.max(1, opts.concurrency ?? 4), (b) => readFooters(session, b, remote))).flat();
-  } finally {
-    if (staging) await rm(staging, { recursive: true, force: true });
-    untrackStaging();
-  }
+  const readAll = async (): Promise<Footer[]> => {
+    // Remote files: only their footers are fetched, into sparse local files DuckDB reads them from.
+    const staging = remoteNames.length > 0 ? await stagingFolder(session, 'twinlake-footers-') : undefined;
+    const untrackStaging = staging ? trackStaging(staging) : () => undefined;
+    try {
+      const remote = new Map<string, { uri: string; size: number }>();
+      await mapLimit(remoteNames, 8, async (uri, i) => {
+        const file = join(staging!, `${i}.parquet`);
+        remote.set(file, { uri, size: await fetchFooter(ctx.io, uri, file, what) });
+      });
+      const all = [...paths, ...remote.keys()];
+      const batches: string[][] = [];
+      for (let i = 0; i < all.length; i += FOOTER_BATCH) batches.push(all.slice(i, i + FOOTER_BATCH));
+      return (await mapLimit(batches, Math.max(1, opts.concurrency ?? 4), (b) => readFooters(session, b, remote))).flat();
+    } finally {
+      if (staging) await rm(staging, { recursive: true, force: true });
+      untrackStaging();
+    }
+  };
+  let footers: Footer[] | undefined = await readAll();
   const footerMs = performance.now() - footerStart;
+  // Files without field IDs are read by name (spec: Column Projection); the mapping says which.
+  const needsMapping = footers.some((f) => f.columns.every((c) => c.fieldId === undefined));
+  /**
+   * The data files made from the footers, for the table shape they were checked against. An
+   * attempt on the same shape reuses them (only the check against the live files runs again), so
+   * the footers (a few kilobytes of objects per file) are let go before the commit instead of
+   * staying alive through it; an attempt on another shape (a concurrent schema change) reads them again.
+   */
+  let records: { shape: string; files: DataFile[]; names: string[] } | undefined;
   let recordedNameMapping = false;
   let rows = 0;
   let bytes = 0;
@@ -96,11 +107,16 @@ export async function addFiles(ctx: TableContext, patterns: readonly string[], o
     async prepare(loaded) {
       const metadata = loaded!.metadata;
       const dataFilesStart = performance.now();
-      const dataFiles = await toDataFiles(ctx, metadata, footers, what);
+      const shape = tableShape(metadata);
+      if (records?.shape !== shape) {
+        footers ??= await readAll();
+        records = { shape, files: toDataFiles(metadata, footers, what), names: footers.map((f) => f.name) };
+      }
+      footers = undefined;
+      const dataFiles = records.files;
+      await checkNotLive(ctx, metadata, dataFiles, records.names, what);
       const dataFilesMs = performance.now() - dataFilesStart;
       const actions: TableAction[] = [];
-      // Files without field IDs are read by name (spec: Column Projection); the mapping says which.
-      const needsMapping = footers.some((f) => f.columns.every((c) => c.fieldId === undefined));
       recordedNameMapping = needsMapping && metadata.properties[Props.nameMapping] === undefined;
       const set: Record<string, string> = {};
       if (recordedNameMapping) set[Props.nameMapping] = JSON.stringify(nameMapping(currentSchema(metadata), readPhysicalNames(metadata)));
@@ -296,8 +312,23 @@ interface Raw extends ColumnStats {
 }
 const NONE = '\u0000none';
 
+/** What `toDataFiles` reads of the table: its schema, partition spec, name mapping and physical names. */
+function tableShape(metadata: TableMetadata): string {
+  return JSON.stringify([metadata['current-schema-id'], metadata['default-spec-id'], metadata.properties[Props.nameMapping] ?? null, metadata.properties[Props.physicalNames] ?? null]);
+}
+
+/** A file already live in the table's current snapshot is refused: a file is added once. */
+async function checkNotLive(ctx: TableContext, metadata: TableMetadata, files: DataFile[], names: string[], what: string): Promise<void> {
+  const snapshot = currentSnapshot(metadata);
+  if (!snapshot) return;
+  const live = new Set((await liveFiles(ctx.io, metadata, snapshot)).data.map((d) => canonical(d['file-path'])));
+  files.forEach((f, i) => {
+    if (live.has(canonical(f['file-path']))) throw invalidInput(`${what}: ${names[i]}: already a live file of the table; a file is added once`);
+  });
+}
+
 /** The files as DataFiles of the table, or the first reason one does not fit. */
-async function toDataFiles(ctx: TableContext, metadata: TableMetadata, footers: Footer[], what: string): Promise<DataFile[]> {
+function toDataFiles(metadata: TableMetadata, footers: Footer[], what: string): DataFile[] {
   const schema = currentSchema(metadata);
   const spec = specById(metadata, metadata['default-spec-id']);
   const physical = readPhysicalNames(metadata);
@@ -314,8 +345,6 @@ async function toDataFiles(ctx: TableContext, metadata: TableMetadata, footers: 
   checkPartitioning(spec, schema, what);
 
   const location = metadata.location;
-  const snapshot = currentSnapshot(metadata);
-  const live = new Set(snapshot ? (await liveFiles(ctx.io, metadata, snapshot)).data.map((d) => canonical(d['file-path'])) : []);
   const out: DataFile[] = [];
   for (const file of footers) {
     const at = `${what}: ${file.name}`;
@@ -325,7 +354,6 @@ async function toDataFiles(ctx: TableContext, metadata: TableMetadata, footers: 
     }
     if (/^(metadata|_delta_log)\//.test(rel)) throw invalidInput(`${at}: inside the table's ${rel.split('/')[0]}/ folder; data files go elsewhere below the table root`);
     const uri = `${location.replace(/\/+$/, '')}/${rel}`;
-    if (live.has(canonical(uri))) throw invalidInput(`${at}: already a live file of the table; a file is added once`);
     const stats = new Map<number, ColumnStats>();
     const withIds = file.columns.some((c) => c.fieldId !== undefined);
     const seen = new Set<number>();
