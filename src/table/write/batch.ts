@@ -49,6 +49,8 @@ export async function inferOrExplain(session: DuckDBSession, input: PreparedInpu
     // engineInput is taken on each attempt: a retry for long lines widens its reader buffers.
     return await withLongLines(session, input, async () => {
       const inferred = await inferSchema(session, engineInput(input));
+      // The encoding reads the file with the columns its header gave, without detecting them again.
+      if (input.format === 'csv' && input.files.length === 1) input.columns = inferred.fields.map((f) => f.name);
       if (!table) return resolveUnknown(inferred);
       // JSON and CSV say long and double for every number: their values (all of them, so the order
       // of the rows never matters) decide whether an int or float column must widen. Parquet's
