@@ -14,19 +14,26 @@ describe('CSV writes', () => {
   const byId = (rows: Record<string, unknown>[]) => rows.map((r) => ({ ...r, id: Number(r.id) })).sort((a, b) => a.id - b.id);
 
   it('keeps rows whose first cell starts with #: they are data, not comments', async () => {
+    // A few cells starting with # among numbers: DuckDB's sniffer took # for a comment marker
+    // here, dropped those rows and typed the column as a number.
     const f = join(fx.warehouse, 'hash.csv');
-    writeFileSync(f, 'tag,id\n#a,1\n#b,2\nc,3\n#d,4\n');
+    writeFileSync(f, 'ref,note\n1,x\n#2,y\n3,z\n#4,w\n5,v\n');
     const t = fx.lake.table('csv.hash');
     const r = await t.append({ path: f });
-    expect(r.rows).toBe(4);
+    expect(r.rows).toBe(5);
     for (const format of ['iceberg', 'delta'] as const) {
-      expect(byId(await t.read({ format }))).toEqual([
-        { tag: '#a', id: 1 },
-        { tag: '#b', id: 2 },
-        { tag: 'c', id: 3 },
-        { tag: '#d', id: 4 },
+      const rows = (await t.read({ format })).sort((a, b) => String(a.note).localeCompare(String(b.note)));
+      expect(rows).toEqual([
+        { ref: '5', note: 'v' },
+        { ref: '#4', note: 'w' },
+        { ref: '1', note: 'x' },
+        { ref: '#2', note: 'y' },
+        { ref: '3', note: 'z' },
       ]);
     }
+    const cliWarehouse = join(fx.warehouse, 'cli-hash');
+    expect(cli(['--warehouse', cliWarehouse, 'write', 'csv.hash', '--input', f]).code).toBe(0);
+    expect(JSON.parse(cli(['--warehouse', cliWarehouse, 'describe', 'csv.hash', '--json']).stdout)).toMatchObject({ records: 5 });
   });
 
   it('reads a header with repeated and empty names, quoted line breaks and CRLF endings as before', async () => {
