@@ -225,7 +225,7 @@ export async function encodeFrom(ctx: BatchContext, plan: EncodeTarget, from: En
   const files: string[] = [];
   const encodeAll = () =>
     encodeParquet(session, {
-      partitionBy: keys.map((k) => ({ alias: k.alias, sql: k.sql, unbounded: k.unbounded })),
+      partitionBy: keys.map((k) => ({ alias: k.alias, sql: k.sql, unbounded: k.unbounded, distinct: k.distinct })),
       // Human-readable folders as Iceberg writers name them: data/ts_day=2024-01-15/user_id_bucket=3/
       placeFile: (raw) => {
         const tuple = tupleOf(raw);
