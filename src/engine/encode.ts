@@ -35,9 +35,18 @@ export interface EncodeOptions {
    * one combination of keys. DuckDB cannot roll files inside partitions, so a partition's rows go
    * to one file whatever the target size.
    */
-  partitionBy?: { alias: string; sql: string; unbounded?: boolean }[];
+  partitionBy?: PartitionBy[];
   /** For partitioned writes: the folder (relative to `outputDir`) a file with these keys goes to. */
   placeFile?: (keys: Map<string, string | null>) => string;
+}
+
+/** One partition key of a partitioned write (see `PartitionKey` in partition-keys.ts). */
+export interface PartitionBy {
+  alias: string;
+  sql: string;
+  unbounded?: boolean;
+  /** The most distinct values the key can take besides null, when its transform bounds them. */
+  distinct?: number;
 }
 
 /** A written file's statistics, and the partition keys it holds when the write was partitioned. */
@@ -154,8 +163,8 @@ export function partitionsPerCopy(settings: EngineSettings): number {
 }
 
 /**
- * A partitioned COPY in bounded memory, whatever the number of partitions. The rows are staged
- * once in an engine table (which spills to the temp folder past the memory limit), their
+ * A partitioned COPY in bounded memory, whatever the number of partitions. Unless the keys'
+ * transforms bound the partitions to one COPY's share, the rows are staged once in an engine table (which spills to the temp folder past the memory limit), their
  * partitions counted, and then written by one COPY when they fit `partitionsPerCopy`, or else in
  * groups of that many partitions, each group's rows stored together so each COPY reads only its
  * own. A partition is written by one COPY only, so each partition is one file (DuckDB cannot
@@ -164,7 +173,7 @@ export function partitionsPerCopy(settings: EngineSettings): number {
 async function copyPartitioned(
   session: DuckDBSession,
   query: string,
-  keys: { alias: string; sql: string; unbounded?: boolean }[],
+  keys: PartitionBy[],
   dir: string,
   copyOptions: string,
 ): Promise<Record<string, unknown>[]> {
@@ -200,6 +209,14 @@ async function copyPartitioned(
     });
   };
   const perCopy = partitionsPerCopy(session.settings);
+  // Keys that can take only so many values (bucket[N], a boolean; each may be null too) need no
+  // count: when they cannot pass one COPY's share, the rows go straight from the input to one
+  // COPY, as DuckDB's own partitioned COPY does, with no staged copy of them.
+  const bound = keys.every((k) => k.distinct !== undefined) ? keys.reduce((n, k) => n * (k.distinct! + 1), 1) : Infinity;
+  if (bound <= perCopy) {
+    await session.run(`SET partitioned_write_max_open_files = ${Math.max(perCopy, 100)}`);
+    return await copy(`SELECT *, ${keys.map((k) => `${k.sql} AS ${quoteIdent(k.alias)}`).join(', ')} FROM (${query})`);
+  }
   try {
     await session.run(`CREATE TEMP TABLE ${staged} AS SELECT *, ${keys.map((k) => `${k.sql} AS ${quoteIdent(k.alias)}`).join(', ')} FROM (${query})`);
     const [{ n }] = await session.all(`SELECT count(*) AS n FROM (SELECT DISTINCT ${aliases.join(', ')} FROM ${staged})`);

@@ -19,6 +19,12 @@ export interface InputFile {
   labels?: ReadonlyMap<string, InputLabel>;
   /** The longest line (JSON record, CSV row) the reader must hold, in bytes; default DuckDB's 16 MB / 2 MB. */
   maxLineBytes?: number;
+  /**
+   * One CSV file's columns in order, as the engine named them when it inferred the file's schema.
+   * Given, the reader takes them as they are instead of detecting the file's layout again: each
+   * detection reads and parses a sample of the file, once per query.
+   */
+  columns?: readonly string[];
 }
 
 export interface InputLabel {
@@ -87,7 +93,10 @@ export function inputRelation(input: InputFile, schema?: StructType): string {
       // wider row further down as the header and silently drops every row above it.
       const dialect = `delim = ${quoteString(c.delimiter ?? ',')}, quote = ${quoteString(quote)}, escape = ${quoteString(c.escape ?? quote)}, header = ${c.header ?? true ? 'true' : 'false'}, skip = 0`;
       const size = long === undefined ? '' : `, max_line_size = ${long}, buffer_size = ${2 * long}`;
-      return `read_csv(${path}, ${dialect}, strict_mode = true, null_padding = false, ignore_errors = false${size}${union}${schema ? ', all_varchar = true' : ''})`;
+      // comment = '': left to itself, the sniffer takes `#` for a comment marker when a row in its
+      // sample starts with one, and every row starting with `#` is then dropped without a word.
+      const text = !schema ? '' : input.columns && typeof input.path === 'string' ? `, auto_detect = false, columns = {${input.columns.map((c) => `${quoteString(c)}: 'VARCHAR'`).join(', ')}}` : ', all_varchar = true';
+      return `read_csv(${path}, ${dialect}, comment = '', strict_mode = true, null_padding = false, ignore_errors = false${size}${union}${text})`;
     }
     case 'parquet':
       return `read_parquet(${path}, hive_partitioning = false${union})`;
@@ -278,7 +287,8 @@ export async function inferSchema(session: DuckDBSession, input: InputFile): Pro
   // DuckDB types a text column as TIMESTAMP when every sampled value has one shape, and drops the
   // zone when it does: decide timestamp vs timestamptz from the raw text instead.
   const text = withTimestampsAsText(struct);
-  await refineFromText(session, inputRelation(input, text), text);
+  const columns = input.format === 'csv' && typeof input.path === 'string' ? { columns: struct.fields.map((f) => f.name) } : {};
+  await refineFromText(session, inputRelation({ ...input, ...columns }, text), text);
   return text;
 }
 

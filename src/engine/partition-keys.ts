@@ -26,6 +26,8 @@ export interface PartitionKey {
    * shortens such keys before they become directory names (see `encodeParquet`).
    */
   unbounded?: boolean;
+  /** The most distinct values the key can take besides null, when the transform bounds it (bucket[N]: N). */
+  distinct?: number;
   decode(text: string | null): LiteralValue;
 }
 
@@ -54,7 +56,7 @@ export function partitionKeys(spec: PartitionSpec, schema: Schema, physicalNames
     const micros = type === 'date' ? null : `epoch_us(${column})`;
     switch (t.kind) {
       case 'identity':
-        keys.push({ field, alias, sql: encodeValue(type, column), unbounded: unboundedText(type), decode: (x) => decodeValue(type, x) });
+        keys.push({ field, alias, sql: encodeValue(type, column), unbounded: unboundedText(type), ...(type === 'boolean' ? { distinct: 2 } : {}), decode: (x) => decodeValue(type, x) });
         break;
       case 'year':
         keys.push(int(`(year(${column}) - 1970)`));
@@ -69,7 +71,7 @@ export function partitionKeys(spec: PartitionSpec, schema: Schema, physicalNames
         keys.push(int(floorDiv(micros!, MICROS_PER_HOUR)));
         break;
       case 'bucket':
-        keys.push(int(bucketSql(type, column, t.param!)));
+        keys.push({ ...int(bucketSql(type, column, t.param!)), distinct: t.param! });
         break;
       case 'truncate':
         keys.push({ field, alias, sql: truncateSql(type, column, t.param!, `partition ${field.name}: column ${source.path.join('.')}`), unbounded: unboundedText(type), decode: (x) => decodeValue(type, x) });

@@ -119,9 +119,15 @@ function parseText(type: string, s: string): string {
  * when the test passes, `parseText` would give that very value, so the strict parse runs only for
  * the values that fail it (text in another form, or text that does not fit). DuckDB's casts are
  * lenient (`'2.5'` casts to BIGINT 3, `'0x10'` to 16, `'infinity'` to a DATE), so the test is
- * that the value prints back as the very same text: only exact, canonical text passes.
+ * that the value prints back as the very same text: only exact, canonical text passes. Timestamps
+ * give a value that is NULL for text in any other form (`orNull`) instead of a test.
  */
-function canonicalText(type: string, s: string): { test: string; value: string } | undefined {
+function canonicalText(type: string, s: string): { test: string; value: string } | { orNull: string } | undefined {
+  // ISO-8601 as most writers print an instant: microseconds (DuckDB, Python, Java) or
+  // milliseconds (JavaScript). A GLOB of digit classes costs a fraction of the strict pattern,
+  // and the text it passes is the pattern's own form; the value is NULL for any other text.
+  const iso = (zone: string) =>
+    [6, 3].map((digits) => `CASE WHEN ${s} GLOB '${ISO_GLOB}.${'[0-9]'.repeat(digits)}${zone}' THEN TRY_CAST(${s} AS ${zone ? 'TIMESTAMPTZ' : 'TIMESTAMP'}) END`).join(', ');
   const roundTrip = (cast: string) => ({ test: `CAST(TRY_CAST(${s} AS ${cast}) AS VARCHAR) = ${s}`, value: `TRY_CAST(${s} AS ${cast})` });
   switch (type) {
     case 'long': return roundTrip('BIGINT');
@@ -131,9 +137,13 @@ function canonicalText(type: string, s: string): { test: string; value: string }
     case 'date': return { ...roundTrip('DATE'), test: `strlen(${s}) = 10 AND ${roundTrip('DATE').test}` };
     // A number that parses as it stands parses the same trimmed (the strict parse trims).
     case 'double': return { test: `TRY_CAST(${s} AS DOUBLE) IS NOT NULL`, value: `TRY_CAST(${s} AS DOUBLE)` };
+    case 'timestamptz': return { orNull: iso('Z') };
+    case 'timestamp': return { orNull: iso('') };
   }
   return undefined;
 }
+
+const ISO_GLOB = '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9]';
 
 /** Source → target conversions that keep every value exactly (plain CAST). */
 function widens(source: string, target: string): boolean {
@@ -196,8 +206,11 @@ function convertNonNull(target: IcebergType, source: IcebergType, expr: string, 
     const parsed = parseText(target, text);
     // Most values take the cheap canonical test; the strict parse (and its error) sees the rest.
     const fast = canonicalText(target, text);
+    // A value that may be NULL goes first in the coalesce, which evaluates the next argument
+    // only for the rows still NULL; a test and a value would cast each row twice.
+    const first = fast && 'orNull' in fast ? `${fast.orNull}, ` : '';
     return {
-      value: `CASE ${fast ? `WHEN ${fast.test} THEN ${fast.value} ` : ''}WHEN ${expr} IS NULL THEN NULL ELSE coalesce(${parsed}, ${failSql(path, target, text)}) END`,
+      value: `CASE ${fast && 'test' in fast ? `WHEN ${fast.test} THEN ${fast.value} ` : ''}WHEN ${expr} IS NULL THEN NULL ELSE coalesce(${first}${parsed}, ${failSql(path, target, text)}) END`,
       check: `(${expr} IS NULL OR ${parsed} IS NOT NULL)`,
       identity: false,
     };

@@ -49,6 +49,8 @@ export async function inferOrExplain(session: DuckDBSession, input: PreparedInpu
     // engineInput is taken on each attempt: a retry for long lines widens its reader buffers.
     return await withLongLines(session, input, async () => {
       const inferred = await inferSchema(session, engineInput(input));
+      // The encoding reads the file with the columns its header gave, without detecting them again.
+      if (input.format === 'csv' && input.files.length === 1) input.columns = inferred.fields.map((f) => f.name);
       if (!table) return resolveUnknown(inferred);
       // JSON and CSV say long and double for every number: their values (all of them, so the order
       // of the rows never matters) decide whether an int or float column must widen. Parquet's
@@ -223,7 +225,7 @@ export async function encodeFrom(ctx: BatchContext, plan: EncodeTarget, from: En
   const files: string[] = [];
   const encodeAll = () =>
     encodeParquet(session, {
-      partitionBy: keys.map((k) => ({ alias: k.alias, sql: k.sql, unbounded: k.unbounded })),
+      partitionBy: keys.map((k) => ({ alias: k.alias, sql: k.sql, unbounded: k.unbounded, distinct: k.distinct })),
       // Human-readable folders as Iceberg writers name them: data/ts_day=2024-01-15/user_id_bucket=3/
       placeFile: (raw) => {
         const tuple = tupleOf(raw);

@@ -41,6 +41,8 @@ export interface PreparedInput {
   displayName: string;
   /** The longest line the engine must hold, once a line longer than its default was measured. */
   maxLineBytes?: number;
+  /** One CSV file's columns, once inference has read its header (see `InputFile.columns`). */
+  columns?: readonly string[];
   dispose(): Promise<void>;
 }
 
@@ -52,6 +54,7 @@ export function engineInput(input: PreparedInput): InputFile {
     format: input.format,
     labels: new Map(input.files.map((f) => [f.path, { label: f.label, unit: f.unit }])),
     ...(input.maxLineBytes === undefined ? {} : { maxLineBytes: input.maxLineBytes }),
+    ...(input.columns === undefined ? {} : { columns: input.columns }),
   };
 }
 
