@@ -16,7 +16,8 @@ export type ReadFormat = 'iceberg' | 'delta';
 
 /**
  * Where an export goes: a local file (path or `file:` URI), or a stream (standard output, a
- * socket, a file stream) that receives the rows as they are read.
+ * socket, a file stream) that receives the rows as they are read. A stream on a pipe or
+ * /dev/null has the engine write into its descriptor directly (see engineWritablePath).
  */
 export type ExportTarget = string | NodeJS.WritableStream;
 
@@ -126,15 +127,16 @@ export async function exportScan(session: DuckDBSession, task: ScanTask, target:
 }
 
 /**
- * Where the engine can write into the descriptor behind `out` itself, or undefined. Only a pipe
- * or /dev/null: opening `/dev/fd/N` makes a new open file, which for a regular file starts at
- * offset 0 and truncates (a shell's `>>` would lose what the file held); a socket cannot be
- * opened that way (ENXIO); a terminal is left to the stream (its output is small and the speed
- * does not matter there).
+ * Where the engine can write into the descriptor behind `out` itself, or undefined. Only on
+ * Linux, where opening `/dev/fd/N` makes a new open file of its own (elsewhere it shares the
+ * descriptor's, which node may have made non-blocking), and only a pipe or /dev/null: for a
+ * regular file the new open file starts at offset 0 and truncates (a shell's `>>` would lose
+ * what the file held); a socket cannot be opened that way (ENXIO); a terminal is left to the
+ * stream (its output is small and the speed does not matter there).
  */
 export function engineWritablePath(out: NodeJS.WritableStream): string | undefined {
   const fd = (out as { fd?: unknown }).fd;
-  if (process.platform === 'win32' || typeof fd !== 'number') return undefined;
+  if (process.platform !== 'linux' || typeof fd !== 'number') return undefined;
   try {
     const st = fstatSync(fd);
     if (st.isFIFO()) return `/dev/fd/${fd}`;
