@@ -5,7 +5,7 @@ import { stringifyJson } from '../core/json.ts';
 import { openConfiguredLakehouse } from '../config/load-config.ts';
 import { redact } from '../config/redact.ts';
 import { maintenanceDefaultsFor, type TwinlakeConfig } from '../config/resolve-config.ts';
-import { buildServer } from '../server/app.ts';
+import type { buildServer } from '../server/app.ts';
 import { defaultTokensFile, parseScope, TokenAuth, TokenStore } from '../server/auth.ts';
 import { DEFAULT_MAX_RECORD_BYTES } from '../server/records.ts';
 import { DEFAULT_LIMITS } from '../server/limits.ts';
@@ -85,6 +85,8 @@ export function registerServerCommands(command: CommandFactory, settingsOf: (cmd
       const { lake, close } = await openConfiguredLakehouse(config);
       let app: Awaited<ReturnType<typeof buildServer>>;
       try {
+        // The server (fastify and its plugins) loads only for `serve`: every other command starts faster.
+        const { buildServer } = await import('../server/app.ts');
         app = await buildServer({
           lake, tokens, log: process.stderr, logLevel: o.logLevel, maxRecordBytes, limits, tempDir: config.engine.tempDir, catalogType: config.catalog.type, warehouseUri: config.warehouseUri,
           maintenance: { defaultsFor: (name) => maintenanceDefaultsFor(config, name), background: background ? { intervalMs } : false },

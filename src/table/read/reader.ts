@@ -1,4 +1,5 @@
-import { invalidInput, notFound } from '../../core/errors.ts';
+import { fstatSync, statSync } from 'node:fs';
+import { errorMessage, invalidInput, notFound } from '../../core/errors.ts';
 import type { FileIO } from '../../io/file-io.ts';
 import type { DuckDBSession } from '../../engine/duckdb-session.ts';
 import { copyScanTo, streamScan } from '../../engine/read-scan.ts';
@@ -15,7 +16,8 @@ export type ReadFormat = 'iceberg' | 'delta';
 
 /**
  * Where an export goes: a local file (path or `file:` URI), or a stream (standard output, a
- * socket, a file stream) that receives the rows as they are read.
+ * socket, a file stream) that receives the rows as they are read. A stream on a pipe or
+ * /dev/null has the engine write into its descriptor directly (see engineWritablePath).
  */
 export type ExportTarget = string | NodeJS.WritableStream;
 
@@ -91,7 +93,10 @@ export async function exportScan(session: DuckDBSession, task: ScanTask, target:
   const write = streamWriter(target);
   const remote = task.files.some((f) => files.io.localPath(f.path) === undefined);
   if (!remote || task.files.length <= STREAM_GROUP_FILES) {
-    await withLocalTask(files.cache, files.io, task, (local) => streamScan(session, local, { format: opts.output, limit: opts.limit }, write));
+    await withLocalTask(files.cache, files.io, task, async (local) => {
+      if (await engineWrites(session, local, target, opts)) return;
+      await streamScan(session, local, { format: opts.output, limit: opts.limit }, write);
+    });
     return;
   }
   // Rows come file by file in task order, so consecutive groups of files stream the same rows
@@ -118,6 +123,58 @@ export async function exportScan(session: DuckDBSession, task: ScanTask, target:
     }
   } finally {
     if (next) await next.then((l) => l.release(), () => undefined);
+  }
+}
+
+/**
+ * Where the engine can write into the descriptor behind `out` itself, or undefined. Only on
+ * Linux, where opening `/dev/fd/N` makes a new open file of its own (elsewhere it shares the
+ * descriptor's, which node may have made non-blocking), and only a pipe or /dev/null: for a
+ * regular file the new open file starts at offset 0 and truncates (a shell's `>>` would lose
+ * what the file held); a socket cannot be opened that way (ENXIO); a terminal is left to the
+ * stream (its output is small and the speed does not matter there).
+ */
+export function engineWritablePath(out: NodeJS.WritableStream): string | undefined {
+  const fd = (out as { fd?: unknown }).fd;
+  if (process.platform !== 'linux' || typeof fd !== 'number') return undefined;
+  try {
+    const st = fstatSync(fd);
+    if (st.isFIFO()) return `/dev/fd/${fd}`;
+    if (st.isCharacterDevice() && st.rdev === statSync('/dev/null').rdev) return '/dev/null';
+  } catch {
+    // A descriptor that cannot be examined is left to the stream.
+  }
+  return undefined;
+}
+
+/**
+ * Lets the engine's own writer put the rows into `out` when it can open its descriptor (see
+ * engineWritablePath): the same COPY as a file export, so the bytes are the file export's, and
+ * none of them pass through JavaScript. Resolves false, having written nothing, when the stream
+ * must carry the rows instead: the descriptor is not one the engine can open, or the engine
+ * could not open or lock it (DuckDB locks what it writes; another process writing into the same
+ * pipe or /dev/null with DuckDB holds that lock).
+ */
+async function engineWrites(session: DuckDBSession, task: ScanTask, out: NodeJS.WritableStream, opts: { output: 'json' | 'csv'; limit?: number }): Promise<boolean> {
+  const path = engineWritablePath(out);
+  if (path === undefined) return false;
+  // What was written to the stream before goes out first: the engine writes around its buffer.
+  await new Promise<void>((resolve, reject) => out.write(new Uint8Array(0), (e) => (e ? reject(e) : resolve())));
+  try {
+    await copyScanTo(session, task, { format: opts.output, path, limit: opts.limit });
+    return true;
+  } catch (e) {
+    const message = errorMessage(e);
+    if (!message.includes(`"${path}"`)) throw e;
+    if (/Cannot open file|Could not set lock on file/.test(message)) return false;
+    if (/Broken pipe/.test(message)) {
+      // The reader closed the pipe (`twinlake read … | head`): the stream fails as it would
+      // had it written the rows itself, and its listeners hear so.
+      const closed = Object.assign(new Error('write EPIPE'), { code: 'EPIPE', errno: -32, syscall: 'write' });
+      if (out.listenerCount('error') > 0) out.emit('error', closed);
+      throw closed;
+    }
+    throw e;
   }
 }
 
