@@ -248,6 +248,8 @@ interface LazySnapshots {
   list: LazyList;
   /** Snapshots parsed one by one, by element index; the whole list reuses them. */
   parsed: Map<number, Snapshot>;
+  /** What each ID looked up found: a reader that plans again asks for the same snapshot. */
+  found: Map<bigint, Snapshot | undefined>;
   lookups: number;
 }
 
@@ -317,7 +319,7 @@ export function parseTableMetadataLazily(text: string, source = 'metadata.json')
     });
   }
   const snapshots = lists.get('snapshots');
-  if (snapshots) lazySnapshots.set(metadata, { text, source, list: snapshots, parsed: new Map(), lookups: 0 });
+  if (snapshots) lazySnapshots.set(metadata, { text, source, list: snapshots, parsed: new Map(), found: new Map(), lookups: 0 });
   return metadata;
 }
 
@@ -677,8 +679,12 @@ export function specById(m: TableMetadata, id: number): PartitionSpec {
 /** The snapshot with that ID, or undefined (it may have expired). */
 export function snapshotById(m: TableMetadata, id: bigint): Snapshot | undefined {
   const lazy = isLazyList(m, 'snapshots') ? lazySnapshots.get(m) : undefined;
+  if (lazy?.found.has(id)) return lazy.found.get(id);
   const found = lazy ? findLazySnapshot(lazy, id) : NOT_DECIDED;
-  if (found !== NOT_DECIDED) return found;
+  if (found !== NOT_DECIDED) {
+    lazy!.found.set(id, found);
+    return found;
+  }
   return m.snapshots.find((s) => s['snapshot-id'] === id);
 }
 
