@@ -2,8 +2,19 @@ import { isTwinlakeError, TwinlakeError, unsupported } from '../core/errors.ts';
 import { relativeTo } from '../core/uri.ts';
 import { parseTableMetadata, serializeTableMetadataBytes } from '../format/iceberg/table-metadata.ts';
 import type { TableMetadata } from '../format/iceberg/types.ts';
+import { LocalStore } from '../io/local-store.ts';
+import { RetryingStore } from '../io/retrying-store.ts';
 import type { ObjectStore } from '../io/object-store.ts';
 import { formatTableIdentifier, type TableIdentifier } from './catalog.ts';
+
+interface ParsedFile {
+  metadata: TableMetadata;
+  size: number;
+  modified: number;
+}
+
+/** Parsed metadata files of local stores, shared by every catalog (every Lakehouse) of the process. */
+const localParsed = new Map<string, ParsedFile>();
 
 /**
  * The metadata files a pointer catalog (SQL, Glue) writes in the warehouse store: create-only
@@ -12,14 +23,20 @@ import { formatTableIdentifier, type TableIdentifier } from './catalog.ts';
  * points at. `domain` starts every message ("sql catalog", "glue catalog").
  */
 export class MetadataFiles {
-  private readonly parsed = new Map<string, { metadata: TableMetadata; size: number; modified: number }>();
+  private readonly parsed: Map<string, ParsedFile>;
   /** Files just written whose size and time are still being read for `parsed` (see `write`). */
   private readonly remembering = new Map<string, Promise<void>>();
 
   constructor(
     private readonly store: ObjectStore,
     private readonly domain: string,
-  ) {}
+  ) {
+    // A local file is the same file for every catalog of the process; another store's URIs may
+    // name other files in another instance (two in-memory stores), and a wrapping store may answer
+    // otherwise than the disk (one that injects faults), so each of those keeps its own.
+    const disk = store instanceof RetryingStore ? store.inner : store;
+    this.parsed = disk instanceof LocalStore ? localParsed : new Map();
+  }
 
   keyOf(uri: string): string {
     const key = relativeTo(this.store.root, uri);

@@ -25,7 +25,19 @@ export const SUPPORTED_FORMAT_VERSIONS = [1, 2, 3] as const;
 
 /** spec §Partition Evolution: v1 writers numbered partition fields from 1000. */
 
+/**
+ * Parses a metadata file. A large one (at least LAZY_TEXT characters: hundreds of snapshots) is
+ * parsed lazily, see parseTableMetadataLazily; the result is the same object either way.
+ */
 export function parseTableMetadata(text: string, source = 'metadata.json'): TableMetadata {
+  return (text.length >= LAZY_TEXT ? parseTableMetadataLazily(text, source) : undefined) ?? parseTableMetadataWhole(text, source);
+}
+
+/** Metadata texts at least this long are parsed lazily (below it the whole parse takes a few milliseconds). */
+export const LAZY_TEXT = 256 * 1024;
+
+/** Parses every part of a metadata file, each snapshot and log entry built and checked. */
+export function parseTableMetadataWhole(text: string, source = 'metadata.json'): TableMetadata {
   let raw: any;
   try {
     raw = parseJson(text, source);
@@ -37,9 +49,7 @@ export function parseTableMetadata(text: string, source = 'metadata.json'): Tabl
 
 /** Normalize an already-parsed metadata object (e.g. from a REST catalog response). */
 export function normalizeTableMetadata(raw: any, source = 'metadata'): TableMetadata {
-  const fail = (what: string): never => {
-    throw dataInvalid(`iceberg metadata: ${what} (${source})`, { source });
-  };
+  const fail = failFor(source);
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) fail('expected a JSON object');
   const version = toNumber(raw['format-version'], 'format-version', fail);
   if (!SUPPORTED_FORMAT_VERSIONS.includes(version as 1 | 2 | 3)) {
@@ -117,15 +127,8 @@ export function normalizeTableMetadata(raw: any, source = 'metadata'): TableMeta
     properties,
     'current-snapshot-id': currentSnapshotId,
     snapshots,
-    'snapshot-log': (raw['snapshot-log'] ?? []).map(
-      (e: any): SnapshotLogEntry => ({
-        'timestamp-ms': toNumber(e['timestamp-ms'], 'snapshot-log timestamp-ms', fail),
-        'snapshot-id': toSnapshotId(e['snapshot-id'], 'snapshot-log snapshot-id', fail),
-      }),
-    ),
-    'metadata-log': (raw['metadata-log'] ?? []).map(
-      (e: any): MetadataLogEntry => ({ 'timestamp-ms': toNumber(e['timestamp-ms'], 'metadata-log timestamp-ms', fail), 'metadata-file': String(e['metadata-file']) }),
-    ),
+    'snapshot-log': (raw['snapshot-log'] ?? []).map((e: any) => parseSnapshotLogEntry(e, fail)),
+    'metadata-log': (raw['metadata-log'] ?? []).map((e: any) => parseMetadataLogEntry(e, fail)),
     'sort-orders': sortOrders,
     'default-sort-order-id': defaultSortOrderId,
     refs,
@@ -135,6 +138,23 @@ export function normalizeTableMetadata(raw: any, source = 'metadata'): TableMeta
   if (raw['next-row-id'] !== undefined && raw['next-row-id'] !== null) metadata['next-row-id'] = toNumber(raw['next-row-id'], 'next-row-id', fail);
   else if (version >= 3) metadata['next-row-id'] = 0;
   return metadata;
+}
+
+function failFor(source: string): (what: string) => never {
+  return (what: string): never => {
+    throw dataInvalid(`iceberg metadata: ${what} (${source})`, { source });
+  };
+}
+
+function parseSnapshotLogEntry(e: any, fail: (what: string) => never): SnapshotLogEntry {
+  return {
+    'timestamp-ms': toNumber(e['timestamp-ms'], 'snapshot-log timestamp-ms', fail),
+    'snapshot-id': toSnapshotId(e['snapshot-id'], 'snapshot-log snapshot-id', fail),
+  };
+}
+
+function parseMetadataLogEntry(e: any, fail: (what: string) => never): MetadataLogEntry {
+  return { 'timestamp-ms': toNumber(e['timestamp-ms'], 'metadata-log timestamp-ms', fail), 'metadata-file': String(e['metadata-file']) };
 }
 
 function parseSchema(s: any, fail: (what: string) => never): Schema {
@@ -197,6 +217,266 @@ function optionalSnapshotId(v: unknown, what: string, fail: (what: string) => ne
   if (v === undefined || v === null) return null;
   const id = toSnapshotId(v, what, fail);
   return id === -1n ? null : id;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Lazy parsing.
+
+/**
+ * The lists that grow with every commit, left as text by a lazy parse: at 10,000 snapshots they
+ * are nearly all of an 8 MB file, and a read of one snapshot needs none of the others.
+ */
+const LAZY_LISTS = {
+  snapshots: (e: any, fail: (what: string) => never) => parseSnapshot(e, fail),
+  'snapshot-log': parseSnapshotLogEntry,
+  'metadata-log': parseMetadataLogEntry,
+} as const;
+
+type LazyKey = keyof typeof LAZY_LISTS;
+
+/** A list of a lazily parsed file: where its text is, and the objects (elements) in it, as [start, end) pairs. */
+interface LazyList {
+  start: number;
+  end: number;
+  elements: number[];
+}
+
+/** The snapshots of a lazily parsed metadata object whose list is still text (see snapshotById). */
+interface LazySnapshots {
+  text: string;
+  source: string;
+  list: LazyList;
+  /** Snapshots parsed one by one, by element index; the whole list reuses them. */
+  parsed: Map<number, Snapshot>;
+  /** What each ID looked up found: a reader that plans again asks for the same snapshot. */
+  found: Map<bigint, Snapshot | undefined>;
+  lookups: number;
+}
+
+const lazySnapshots = new WeakMap<TableMetadata, LazySnapshots>();
+
+/**
+ * The lazy parse of a metadata file: the top-level object is scanned (strings matched whole,
+ * every character outside them one of JSON's, brackets paired), every value but the three lists
+ * that grow with commits is parsed as `parseTableMetadataWhole` parses it, and those lists stay
+ * text until first used: reading `snapshots`, `snapshot-log` or `metadata-log` parses the list
+ * then (and throws then what the whole parse would have thrown for it), and `snapshotById` finds
+ * one snapshot without parsing the rest. What a read of one snapshot pays is the scan, not the
+ * parse of every snapshot; a commit, the history and expiry read the lists and pay what the whole
+ * parse pays. Undefined when the text is not plainly a JSON object: the whole parse then says
+ * what is wrong with it, as it always did.
+ */
+export function parseTableMetadataLazily(text: string, source = 'metadata.json'): TableMetadata | undefined {
+  const members = scanTopLevel(text);
+  if (!members) return undefined;
+  const raw: Record<string, unknown> = {};
+  const lists = new Map<LazyKey, LazyList>();
+  for (const m of members) {
+    // As JSON.parse does: a repeated key keeps its first place and its last value.
+    if (m.elements && Object.hasOwn(LAZY_LISTS, m.key)) {
+      lists.set(m.key as LazyKey, { start: m.start, end: m.end, elements: m.elements });
+      define(raw, m.key, []);
+      continue;
+    }
+    lists.delete(m.key as LazyKey);
+    let value: unknown;
+    try {
+      value = parseJson(text.slice(m.start, m.end), source);
+    } catch {
+      return undefined;
+    }
+    define(raw, m.key, value);
+  }
+  const metadata = normalizeTableMetadata(raw, source);
+  const fail = failFor(source);
+  for (const [key, list] of lists) {
+    const load = () => {
+      let items: unknown;
+      try {
+        items = parseJson(text.slice(list.start, list.end), source);
+      } catch {
+        // Said as the whole parse says it: where in the file.
+        parseTableMetadataWhole(text, source);
+        throw dataInvalid(`iceberg metadata: ${key} is not valid JSON (${source})`, { source });
+      }
+      const normalize = LAZY_LISTS[key];
+      const parsed = key === 'snapshots' ? lazySnapshots.get(metadata)?.parsed : undefined;
+      const aligned = parsed !== undefined && (items as unknown[]).length * 2 === list.elements.length;
+      if (key === 'snapshots') lazySnapshots.delete(metadata);
+      return (items as unknown[]).map((e, i) => (aligned ? parsed.get(i) : undefined) ?? normalize(e, fail));
+    };
+    Object.defineProperty(metadata, key, {
+      configurable: true,
+      enumerable: true,
+      get() {
+        const value = load();
+        Object.defineProperty(metadata, key, { value, writable: true, enumerable: true, configurable: true });
+        return value;
+      },
+      set(value: unknown) {
+        Object.defineProperty(metadata, key, { value, writable: true, enumerable: true, configurable: true });
+      },
+    });
+  }
+  const snapshots = lists.get('snapshots');
+  if (snapshots) lazySnapshots.set(metadata, { text, source, list: snapshots, parsed: new Map(), found: new Map(), lookups: 0 });
+  return metadata;
+}
+
+/** Whether the list `key` of a metadata object is still unparsed text (a lazy parse's, not yet read). */
+export function isLazyList(m: TableMetadata, key: LazyKey): boolean {
+  return Object.getOwnPropertyDescriptor(m, key)?.get !== undefined;
+}
+
+/** `obj[key] = value` as JSON.parse sets it: `__proto__` too is an own property. */
+function define(obj: Record<string, unknown>, key: string, value: unknown): void {
+  Object.defineProperty(obj, key, { value, writable: true, enumerable: true, configurable: true });
+}
+
+const NOT_DECIDED = Symbol('not decided');
+
+/**
+ * The snapshot `id` of a lazily parsed file whose snapshot list is still text, found as
+ * `m.snapshots.find` finds it: the first snapshot with that ID. A JSON number that parses to an
+ * ID that no double holds exactly is written with the ID's digits (a fraction or an exponent makes
+ * it a double), so only objects whose text holds those digits can be that snapshot; each such
+ * object is parsed, in order, until one is. NOT_DECIDED sends the caller to the whole list: an
+ * ID a double could spell otherwise, an object that does not parse (the list then throws what
+ * the whole parse throws), too many lookups or candidates (a walk over many snapshots).
+ */
+function findLazySnapshot(lazy: LazySnapshots, id: bigint): Snapshot | undefined | typeof NOT_DECIDED {
+  if (++lazy.lookups > 8 || BigInt(Number(id)) === id) return NOT_DECIDED;
+  const { text, list } = lazy;
+  const digits = (id < 0n ? -id : id).toString();
+  const elements = list.elements;
+  let tries = 0;
+  for (let from = list.start; ; ) {
+    const at = text.indexOf(digits, from);
+    if (at < 0 || at >= list.end) return undefined;
+    // The object holding `at`: the last one starting at or before it.
+    let lo = 0;
+    let hi = elements.length / 2 - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (elements[mid * 2]! <= at) lo = mid;
+      else hi = mid - 1;
+    }
+    if (hi < 0 || elements[lo * 2]! > at || at >= elements[lo * 2 + 1]!) return NOT_DECIDED;
+    if (++tries > 16) return NOT_DECIDED;
+    let snapshot = lazy.parsed.get(lo);
+    if (!snapshot) {
+      try {
+        snapshot = parseSnapshot(parseJson(text.slice(elements[lo * 2], elements[lo * 2 + 1]), lazy.source), failFor(lazy.source));
+      } catch {
+        return NOT_DECIDED;
+      }
+      lazy.parsed.set(lo, snapshot);
+    }
+    if (snapshot['snapshot-id'] === id) return snapshot;
+    from = elements[lo * 2 + 1]!;
+  }
+}
+
+/** One member of a metadata file's top-level object: its key and where its value's text is. */
+interface TopLevelMember {
+  key: string;
+  start: number;
+  end: number;
+  /** For an array value: each object directly in it, as [start, end) pairs. */
+  elements?: number[];
+}
+
+/** A JSON string: escapes checked, no raw control characters. */
+const JSON_STRING = String.raw`"[^"\\\u0000-\u001f]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\u0000-\u001f]*)*"`;
+/** A character JSON allows between strings and brackets: of numbers, literals, `:`, `,`, whitespace. */
+const BETWEEN = String.raw`[-+ \t\n\r:,.0-9Eaeflnrstu]`;
+const STRING = new RegExp(JSON_STRING, 'y');
+const SCALAR = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?|true|false|null/y;
+const WS = /[ \t\n\r]*/y;
+/**
+ * A run of a nested value's text up to its next bracket: whole strings and the characters JSON
+ * allows between them. Matching runs, not characters one call at a time, keeps an 8 MB list to
+ * some 20,000 calls. Written so that a text matches it one way only (`B*(?:SB*)*`, never
+ * `(?:S|B+)*`): a failing match then backtracks in linear time, not exponential.
+ */
+const RUN = new RegExp(`${BETWEEN}*(?:${JSON_STRING}${BETWEEN}*)*`, 'y');
+/**
+ * RUN, also taking whole every object or array with no bracket inside (a snapshot's summary, a
+ * log entry): a snapshot log is then one match, a snapshot list two per snapshot.
+ */
+const FLAT = `${BETWEEN}*(?:${JSON_STRING}${BETWEEN}*)*`;
+const RUN_FLAT = new RegExp(`${BETWEEN}*(?:(?:${JSON_STRING}|\\{${FLAT}\\}|\\[${FLAT}\\])${BETWEEN}*)*`, 'y');
+
+/** The index after the sticky pattern matched at i, or -1. */
+function match(pattern: RegExp, text: string, i: number): number {
+  pattern.lastIndex = i;
+  return pattern.test(text) ? pattern.lastIndex : -1;
+}
+
+/**
+ * The members of the top-level object of `text`, in order, or undefined when the text is not
+ * plainly one JSON object (the caller parses it whole, to say where it is wrong). Values are only
+ * delimited: the caller parses what it uses, which checks it fully.
+ */
+function scanTopLevel(text: string): TopLevelMember[] | undefined {
+  const n = text.length;
+  const out: TopLevelMember[] = [];
+  try {
+    let i = match(WS, text, 0);
+    if (text.charCodeAt(i) !== 123) return undefined;
+    i = match(WS, text, i + 1);
+    if (text.charCodeAt(i) === 125) return match(WS, text, i + 1) === n ? out : undefined;
+    for (;;) {
+      const keyEnd = match(STRING, text, i);
+      if (keyEnd < 0) return undefined;
+      const rawKey = text.slice(i + 1, keyEnd - 1);
+      const key = rawKey.includes('\\') ? (JSON.parse(text.slice(i, keyEnd)) as string) : rawKey;
+      i = match(WS, text, keyEnd);
+      if (text.charCodeAt(i) !== 58) return undefined;
+      const start = match(WS, text, i + 1);
+      const c = text.charCodeAt(start);
+      let end: number;
+      let elements: number[] | undefined;
+      if (c === 123 || c === 91) {
+        if (c === 91) elements = [];
+        end = skipNested(text, start, elements);
+      } else end = match(c === 34 ? STRING : SCALAR, text, start);
+      if (end < 0) return undefined;
+      out.push(elements ? { key, start, end, elements } : { key, start, end });
+      i = match(WS, text, end);
+      const d = text.charCodeAt(i);
+      if (d === 125) return match(WS, text, i + 1) === n ? out : undefined;
+      if (d !== 44) return undefined;
+      i = match(WS, text, i + 1);
+    }
+  } catch {
+    // A regular expression out of stack on a pathological text: the whole parse decides.
+    return undefined;
+  }
+}
+
+/**
+ * The index after the object or array opening at i, or -1 when its text is not JSON's. `elements`
+ * (given for an array) receives the [start, end) of each object directly inside it.
+ */
+function skipNested(text: string, i: number, elements?: number[]): number {
+  const n = text.length;
+  const closers: number[] = [];
+  for (let j = i; j < n; ) {
+    const c = text.charCodeAt(j);
+    if (c === 123 || c === 91) {
+      // `{` + 2 is `}`, `[` + 2 is `]`.
+      closers.push(c + 2);
+      if (elements && closers.length === 2 && c === 123) elements.push(j);
+    } else if (c === 125 || c === 93) {
+      if (closers.pop() !== c) return -1;
+      if (closers.length === 0) return j + 1;
+      if (elements && closers.length === 1 && c === 125) elements.push(j + 1);
+    } else return -1;
+    // Objects directly in a list whose objects are recorded are stopped at; any other flat one is taken whole.
+    j = match(elements && closers.length === 1 ? RUN : RUN_FLAT, text, j + 1);
+  }
+  return -1;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -398,6 +678,13 @@ export function specById(m: TableMetadata, id: number): PartitionSpec {
 
 /** The snapshot with that ID, or undefined (it may have expired). */
 export function snapshotById(m: TableMetadata, id: bigint): Snapshot | undefined {
+  const lazy = isLazyList(m, 'snapshots') ? lazySnapshots.get(m) : undefined;
+  if (lazy?.found.has(id)) return lazy.found.get(id);
+  const found = lazy ? findLazySnapshot(lazy, id) : NOT_DECIDED;
+  if (found !== NOT_DECIDED) {
+    lazy!.found.set(id, found);
+    return found;
+  }
   return m.snapshots.find((s) => s['snapshot-id'] === id);
 }
 
