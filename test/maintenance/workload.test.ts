@@ -17,6 +17,7 @@ import { cleanMetadata } from '../../src/maintenance/metadata-cleanup.ts';
 import { removeOrphans } from '../../src/maintenance/orphans.ts';
 import { errorOf, listFiles, tempDir } from '../helpers.ts';
 import { duckdbRows as duckdbRowsOf, missingFiles } from '../reliability/table-checks.ts';
+import { seededDraws } from '../seeded.ts';
 
 /**
  * A seeded random workload against an in-memory model: appends, overwrites, merges and deletes
@@ -48,17 +49,7 @@ function rng(seed: number) {
     s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
     return s / 4294967296;
   };
-  return {
-    next,
-    int: (lo: number, hi: number) => lo + Math.floor(next() * (hi - lo + 1)),
-    pick: <T>(xs: readonly T[]): T => xs[Math.floor(next() * xs.length)]!,
-    sample: <T>(xs: readonly T[], n: number): T[] => {
-      const copy = [...xs];
-      const out: T[] = [];
-      while (out.length < n && copy.length > 0) out.push(copy.splice(Math.floor(next() * copy.length), 1)[0]!);
-      return out;
-    },
-  };
+  return seededDraws(next);
 }
 
 interface Row {

@@ -10,6 +10,7 @@ import { runMaintenance } from '../../src/maintenance/maintain.ts';
 import { removeOrphans } from '../../src/maintenance/orphans.ts';
 import type { CrashWarehouse } from '../crash/crash-lake.ts';
 import { duckdbRows, leftovers, missingFiles } from './table-checks.ts';
+import { seededDraws } from '../seeded.ts';
 
 /**
  * The model-checked multi-process workload (issue 14, item 3). A seed gives a sequence of steps;
@@ -148,17 +149,7 @@ export function rng(seed: number) {
     x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
     return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
   };
-  return {
-    next,
-    int: (lo: number, hi: number) => lo + Math.floor(next() * (hi - lo + 1)),
-    pick: <T>(xs: readonly T[]): T => xs[Math.floor(next() * xs.length)]!,
-    sample: <T>(xs: readonly T[], n: number): T[] => {
-      const copy = [...xs];
-      const out: T[] = [];
-      while (out.length < n && copy.length > 0) out.push(copy.splice(Math.floor(next() * copy.length), 1)[0]!);
-      return out;
-    },
-  };
+  return seededDraws(next);
 }
 
 type Kind = 'append' | 'merge-mor' | 'merge-cow' | 'delete-mor' | 'delete-cow' | 'compaction' | 'expiry' | 'sync' | 'checkpoint';
