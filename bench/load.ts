@@ -48,6 +48,8 @@ export interface MixedLoadResult {
   byKind: Record<string, Latency>;
   /** Failures by error kind; unclean ones (not a TwinlakeError) listed with their message. */
   failures: Record<string, number>;
+  /** The first failures' messages, by kind, for a report that says what failed. */
+  failureMessages: Record<string, string[]>;
   unclean: string[];
   /** The slowest writer operations: kind, time, retries and the last race each lost. */
   slowest: { kind: string; ms: number; retries: number; lastLost?: string }[];
@@ -179,6 +181,7 @@ export async function mixedLoad(o: { warehouse: string; writers: number; ops: nu
   const byKindRetries: Record<string, number[]> = {};
   const all: MixedLoadResult['slowest'] = [];
   const failures: Record<string, number> = {};
+  const failureMessages: Record<string, string[]> = {};
   const unclean: string[] = [];
   const crashed: string[] = [];
   let ops = 0;
@@ -194,6 +197,8 @@ export async function mixedLoad(o: { warehouse: string; writers: number; ops: nu
       if (!l.ok) {
         byKindFailed[l.kind] = (byKindFailed[l.kind] ?? 0) + 1;
         failures[l.error!.kind] = (failures[l.error!.kind] ?? 0) + 1;
+        const messages = (failureMessages[l.error!.kind] ??= []);
+        if (messages.length < 5) messages.push(`${l.kind}: ${l.error!.message}`);
         if (!l.error!.clean) unclean.push(`${l.kind}: ${l.error!.message}`);
         continue;
       }
@@ -207,7 +212,7 @@ export async function mixedLoad(o: { warehouse: string; writers: number; ops: nu
   for (const [kind, xs] of Object.entries(byKindMs)) byKind[kind] = { count: xs.length, failed: byKindFailed[kind] ?? 0, did: byKindDid[kind] ?? 0, retries: byKindRetries[kind]!.reduce((a, b) => a + b, 0), maxRetries: Math.max(...byKindRetries[kind]!), p50: pct(xs, 50), p99: pct(xs, 99) };
   const check = await checkTable(o.warehouse, name, expected);
   const slowest = all.sort((a, b) => b.ms - a.ms).slice(0, 5);
-  return { ms, ops, opsPerSecond: ops / (ms / 1000), byKind, failures, unclean, slowest, crashed, check };
+  return { ms, ops, opsPerSecond: ops / (ms / 1000), byKind, failures, failureMessages, unclean, slowest, crashed, check };
 }
 
 /** `twinlake serve` as a real process on a free port. */

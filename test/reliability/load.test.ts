@@ -33,7 +33,7 @@ describe('load', () => {
     // Merges and deletes that landed, so updated and deleted keys are part of the check.
     for (const kind of ['merge', 'delete']) expect(r.byKind[kind]!.count - r.byKind[kind]!.failed, kind).toBeGreaterThan(0);
     // Only commit conflicts may fail an operation (retries spent), and then it changed nothing.
-    expect(Object.keys(r.failures).filter((k) => k !== 'commit-conflict')).toEqual([]);
+    expect(Object.entries(r.failureMessages).filter(([k]) => k !== 'commit-conflict')).toEqual([]);
     // Maintenance did real work under the writers: files rewritten, snapshots expired.
     expect(r.byKind.compaction!.did + r.byKind.full_maintenance!.did).toBeGreaterThan(0);
     expect(r.byKind.snapshot_expiry!.did).toBeGreaterThan(0);
