@@ -293,7 +293,7 @@ function removeTemp(temp: string): void {
   try {
     unlinkSync(temp);
   } catch {
-    // A temporary name is never listed; a leftover costs only its space.
+    // A temporary name is never listed as an object; a leftover is orphan cleanup's (listTemporary).
   }
 }
 
